@@ -1,0 +1,171 @@
+//! Function configuration: the typed `fn.cutover.dev/v1alpha1` kinds and the kpt ConfigMap form,
+//! validated strictly so a typo is an error that names the field, never a silent default.
+
+pub mod configmap;
+pub mod schema;
+pub mod types;
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_yaml::Value;
+
+use crate::krm::{KrmObject, KrmResult};
+use crate::modes::announcer::LoadBalancerAnnouncerSpec;
+use crate::modes::prepull::MetalLBImagePrepullSpec;
+
+/// API group of cutover's function configuration kinds.
+pub const GROUP: &str = "fn.cutover.dev";
+/// The only served version.
+pub const VERSION: &str = "v1alpha1";
+/// `apiVersion` of the typed configuration kinds.
+pub const API_VERSION: &str = "fn.cutover.dev/v1alpha1";
+
+/// The configuration kinds cutover understands, one per mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `MetalLBImagePrepull`: the Sylva 1.6 → 1.7 frr-k8s image prepull unit.
+    MetalLBImagePrepull,
+    /// `LoadBalancerAnnouncer`: the MetalLB L2 → Cilium LB-IPAM/L2 cutover.
+    LoadBalancerAnnouncer,
+}
+
+impl Kind {
+    /// Every kind, in documentation order.
+    pub const ALL: [Kind; 2] = [Kind::MetalLBImagePrepull, Kind::LoadBalancerAnnouncer];
+
+    /// The `kind:` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::MetalLBImagePrepull => "MetalLBImagePrepull",
+            Kind::LoadBalancerAnnouncer => "LoadBalancerAnnouncer",
+        }
+    }
+    /// The `mode=` value of the ConfigMap form (also used as the `mode` result tag).
+    pub fn mode(self) -> &'static str {
+        match self {
+            Kind::MetalLBImagePrepull => "metallb-image-prepull",
+            Kind::LoadBalancerAnnouncer => "load-balancer-announcer",
+        }
+    }
+    /// Looks a kind up by its `kind:` name or its mode name.
+    pub fn from_name(name: &str) -> Option<Kind> {
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.name() == name || k.mode() == name)
+    }
+}
+
+/// A validated function configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FunctionConfig {
+    /// Run the MetalLB image prepull mode.
+    MetalLBImagePrepull(Box<MetalLBImagePrepullSpec>),
+    /// Run the load-balancer announcer cutover mode.
+    LoadBalancerAnnouncer(LoadBalancerAnnouncerSpec),
+}
+
+impl FunctionConfig {
+    /// Which kind this is.
+    pub fn kind(&self) -> Kind {
+        match self {
+            FunctionConfig::MetalLBImagePrepull(_) => Kind::MetalLBImagePrepull,
+            FunctionConfig::LoadBalancerAnnouncer(_) => Kind::LoadBalancerAnnouncer,
+        }
+    }
+}
+
+/// Envelope of the typed form; unknown top-level fields are rejected.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // apiVersion, kind and metadata are checked before decoding
+struct Typed<S> {
+    #[serde(rename = "apiVersion")]
+    api_version: String,
+    kind: String,
+    #[serde(default)]
+    metadata: Option<Value>,
+    #[serde(default)]
+    spec: Option<S>,
+}
+
+/// Reads and validates the function configuration. Every failure is one error result that names
+/// the configuration object and the offending field.
+pub fn parse(function_config: Option<&Value>) -> Result<FunctionConfig, KrmResult> {
+    let Some(fc) = function_config else {
+        return Err(KrmResult::error(format!(
+            "no functionConfig: give a {API_VERSION} MetalLBImagePrepull or LoadBalancerAnnouncer \
+             (kpt: --fn-config FILE), or `-- mode=metallb-image-prepull|load-balancer-announcer [key=value ...]`"
+        ))
+        .field("functionConfig"));
+    };
+    let err = |message: String, path: &str| KrmResult::error(message).about(fc).field(path);
+    match (fc.api_version(), fc.kind()) {
+        ("v1", "ConfigMap") => configmap::parse(fc),
+        (API_VERSION, kind) => match Kind::from_name(kind).filter(|k| k.name() == kind) {
+            Some(kind) => decode_typed(fc, kind),
+            None => Err(err(
+                format!(
+                    "unknown kind {kind:?} for {API_VERSION}: expected MetalLBImagePrepull or LoadBalancerAnnouncer"
+                ),
+                "kind",
+            )
+            .current(kind)),
+        },
+        (api_version, _) if api_version.starts_with(GROUP) => Err(err(
+            format!("unsupported apiVersion {api_version:?}: cutover serves {API_VERSION}"),
+            "apiVersion",
+        )
+        .current(api_version)
+        .proposed(API_VERSION)),
+        (api_version, kind) => Err(err(
+            format!(
+                "unsupported functionConfig {api_version}/{kind}: expected {API_VERSION} \
+                 MetalLBImagePrepull or LoadBalancerAnnouncer, or a v1 ConfigMap with a `mode` key"
+            ),
+            "apiVersion",
+        )
+        .current(api_version)),
+    }
+}
+
+fn decode_typed(fc: &Value, kind: Kind) -> Result<FunctionConfig, KrmResult> {
+    match kind {
+        Kind::MetalLBImagePrepull => decode::<Typed<MetalLBImagePrepullSpec>>(fc, fc.clone(), "")
+            .map(|t| FunctionConfig::MetalLBImagePrepull(Box::new(t.spec.unwrap_or_default()))),
+        Kind::LoadBalancerAnnouncer => {
+            decode::<Typed<LoadBalancerAnnouncerSpec>>(fc, fc.clone(), "")
+                .map(|t| FunctionConfig::LoadBalancerAnnouncer(t.spec.unwrap_or_default()))
+        }
+    }
+}
+
+/// Decodes `value` into `T`, turning a failure into an error result about `fc` whose field path
+/// is `prefix` followed by the path serde reached (e.g. `spec.waitTimeout`, `data.images[1]`).
+pub(crate) fn decode<T: DeserializeOwned>(
+    fc: &Value,
+    value: Value,
+    prefix: &str,
+) -> Result<T, KrmResult> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let path = match (prefix.is_empty(), path.as_str()) {
+            (_, ".") | (_, "") => prefix.trim_end_matches('.').to_owned(),
+            (true, p) => p.to_owned(),
+            (false, p) => format!("{prefix}{p}"),
+        };
+        let path = if path.is_empty() {
+            "spec".to_owned()
+        } else {
+            path
+        };
+        KrmResult::error(format!(
+            "invalid function config at {path}: {}",
+            e.into_inner()
+        ))
+        .about(fc)
+        .field(path)
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,179 @@
+use serde_yaml::Value;
+
+use super::*;
+use crate::modes::announcer::Announcer;
+use crate::modes::prepull::{OnTimeout, UpgradeMode};
+
+fn fc(src: &str) -> Value {
+    serde_yaml::from_str(src).unwrap()
+}
+
+fn err_path(src: &str) -> String {
+    let v = fc(src);
+    let e = parse(Some(&v)).unwrap_err();
+    assert!(e.is_error());
+    assert!(
+        e.resource_ref.is_some(),
+        "field errors must name the resource: {e:?}"
+    );
+    e.field.expect("field").path
+}
+
+#[test]
+fn typed_prepull_with_defaults() {
+    let cfg = parse(Some(&fc(
+        "apiVersion: fn.cutover.dev/v1alpha1\nkind: MetalLBImagePrepull\nmetadata: {name: x}\n",
+    )))
+    .unwrap();
+    let FunctionConfig::MetalLBImagePrepull(spec) = cfg else {
+        panic!()
+    };
+    assert_eq!(spec.kustomization, "metallb");
+    assert_eq!(spec.wait_timeout.as_millis(), 600_000);
+    assert_eq!(spec.upgrade, UpgradeMode::Auto);
+}
+
+#[test]
+fn typed_fields_are_decoded() {
+    let cfg = parse(Some(&fc(
+        "apiVersion: fn.cutover.dev/v1alpha1\nkind: MetalLBImagePrepull\nspec:\n  upgrade: true\n  waitTimeout: 90s\n  onTimeout: fail\n  images: [a:1]\n",
+    )))
+    .unwrap();
+    let FunctionConfig::MetalLBImagePrepull(spec) = cfg else {
+        panic!()
+    };
+    assert_eq!(spec.upgrade, UpgradeMode::True);
+    assert_eq!(spec.on_timeout, OnTimeout::Fail);
+    assert_eq!(spec.images, Some(vec!["a:1".to_string()]));
+}
+
+#[test]
+fn typed_announcer() {
+    let cfg = parse(Some(&fc(
+        "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nspec: {announcer: cilium}\n",
+    )))
+    .unwrap();
+    let FunctionConfig::LoadBalancerAnnouncer(spec) = cfg else {
+        panic!()
+    };
+    assert_eq!(spec.announcer, Some(Announcer::Cilium));
+}
+
+#[test]
+fn errors_name_the_field() {
+    let base = "apiVersion: fn.cutover.dev/v1alpha1\nkind: MetalLBImagePrepull\n";
+    assert_eq!(
+        err_path(&format!("{base}spec: {{waitTimeout: 10 minutes}}\n")),
+        "spec.waitTimeout"
+    );
+    assert_eq!(
+        err_path(&format!("{base}spec: {{bogus: 1}}\n")),
+        "spec.bogus"
+    );
+    assert_eq!(
+        err_path(&format!("{base}spec: {{images: [ok:1, 3]}}\n")),
+        "spec.images[1]"
+    );
+    assert_eq!(
+        err_path(&format!("{base}spec: {{onTimeout: maybe}}\n")),
+        "spec.onTimeout"
+    );
+    assert_eq!(
+        err_path(&format!(
+            "{base}spec: {{sourceRef: {{kind: GitRepository}}}}\n"
+        )),
+        "spec.sourceRef"
+    );
+    assert_eq!(err_path(&format!("{base}spec: [1]\n")), "spec");
+    assert_eq!(err_path(&format!("{base}extra: 1\n")), "extra");
+    assert_eq!(
+        err_path("apiVersion: fn.cutover.dev/v1alpha1\nkind: Nope\n"),
+        "kind"
+    );
+    assert_eq!(
+        err_path("apiVersion: fn.cutover.dev/v2\nkind: MetalLBImagePrepull\n"),
+        "apiVersion"
+    );
+    assert_eq!(
+        err_path("apiVersion: other.io/v1\nkind: Thing\n"),
+        "apiVersion"
+    );
+    let announcer = "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\n";
+    assert_eq!(
+        err_path(&format!("{announcer}spec: {{announcer: bgp}}\n")),
+        "spec.announcer"
+    );
+}
+
+#[test]
+fn missing_config_is_an_error() {
+    let e = parse(None).unwrap_err();
+    assert_eq!(e.field.unwrap().path, "functionConfig");
+}
+
+#[test]
+fn configmap_form_maps_data_onto_spec() {
+    let cfg = parse(Some(&fc(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\ndata:\n  mode: metallb-image-prepull\n  namespace: '0123'\n  upgrade: 'true'\n  images: '[quay.io/a/b:1, c:2]'\n  runAsUser: '1000'\n  sourceRef.kind: GitRepository\n  sourceRef.name: sylva-core\n",
+    )))
+    .unwrap();
+    let FunctionConfig::MetalLBImagePrepull(spec) = cfg else {
+        panic!()
+    };
+    assert_eq!(spec.namespace, "0123");
+    assert_eq!(spec.upgrade, UpgradeMode::True);
+    assert_eq!(spec.run_as_user, 1000);
+    assert_eq!(spec.images.unwrap().len(), 2);
+    assert_eq!(spec.source_ref.unwrap().name, "sylva-core");
+
+    let cfg = parse(Some(&fc(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\ndata: {mode: LoadBalancerAnnouncer, announcer: cilium, ciliumVersion: '1.18'}\n",
+    )))
+    .unwrap();
+    let FunctionConfig::LoadBalancerAnnouncer(spec) = cfg else {
+        panic!()
+    };
+    assert_eq!(spec.cilium_version.as_deref(), Some("1.18"));
+}
+
+#[test]
+fn configmap_errors_name_the_data_key() {
+    let base = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\n";
+    assert_eq!(err_path(&format!("{base}data: {{}}\n")), "data.mode");
+    assert_eq!(err_path(base), "data.mode");
+    assert_eq!(
+        err_path(&format!("{base}data: {{mode: nope}}\n")),
+        "data.mode"
+    );
+    assert_eq!(
+        err_path(&format!(
+            "{base}data: {{mode: metallb-image-prepull, waitTimeout: soon}}\n"
+        )),
+        "data.waitTimeout"
+    );
+    assert_eq!(
+        err_path(&format!(
+            "{base}data: {{mode: metallb-image-prepull, waitTimout: 5m}}\n"
+        )),
+        "data.waitTimout"
+    );
+    assert_eq!(
+        err_path(&format!(
+            "{base}data: {{mode: metallb-image-prepull, runAsUser: many}}\n"
+        )),
+        "data.runAsUser"
+    );
+    assert_eq!(
+        err_path(&format!(
+            "{base}data: {{mode: metallb-image-prepull, sourceRef.kind: Git, sourceRef.nme: x}}\n"
+        )),
+        "data.sourceRef.nme"
+    );
+    assert_eq!(
+        err_path(&format!(
+            "{base}data: {{mode: metallb-image-prepull, path: a, path.x: b}}\n"
+        )),
+        "data.path.x"
+    );
+    assert_eq!(err_path(&format!("{base}data: [1]\n")), "data");
+}

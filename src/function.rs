@@ -1,0 +1,85 @@
+//! The function as a whole: ResourceList in, ResourceList out. Platform-neutral (no I/O), so the
+//! native binary and the WASI module run exactly the same code.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::config;
+use crate::krm::{self, KrmResult, apply};
+use crate::modes;
+
+/// What a run produced: bytes for stdout, text for stderr and the exit code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    /// A complete ResourceList, or nothing when the input was not a ResourceList.
+    pub stdout: Vec<u8>,
+    /// Diagnostics for humans.
+    pub stderr: String,
+    /// 0 without error results, 1 with.
+    pub exit_code: i32,
+}
+
+/// Runs the function on one serialized ResourceList.
+pub fn process(input: &[u8]) -> Output {
+    match catch_unwind(AssertUnwindSafe(|| process_inner(input))) {
+        Ok(output) => output,
+        Err(_) => Output {
+            stdout: Vec::new(),
+            stderr: "cutover: internal error (panic); no output written\n".into(),
+            exit_code: 1,
+        },
+    }
+}
+
+fn process_inner(input: &[u8]) -> Output {
+    let list = match krm::io::parse(input) {
+        Ok(list) => list,
+        Err(e) => {
+            return Output {
+                stdout: Vec::new(),
+                stderr: format!("cutover: {e}\n"),
+                exit_code: 1,
+            };
+        }
+    };
+    let fc = list.function_config.as_ref();
+    let (mode, outcome) = match config::parse(fc) {
+        Ok(cfg) => (Some(cfg.kind().mode()), modes::run(&cfg, &list.items, fc)),
+        Err(result) => (
+            None,
+            krm::Outcome {
+                edits: Vec::new(),
+                results: vec![result],
+            },
+        ),
+    };
+    let mut results = outcome.results;
+    let mut items = list.items;
+    if !results.iter().any(KrmResult::is_error)
+        && let Err(e) = apply::apply(&mut items, outcome.edits)
+    {
+        // `apply` checks everything before it touches the items: they are still the input.
+        results.push(e);
+    }
+    if let Some(mode) = mode {
+        for r in &mut results {
+            r.tags.entry("mode".into()).or_insert_with(|| mode.into());
+        }
+    }
+    let failed = results.iter().any(KrmResult::is_error);
+    let mut stderr = String::new();
+    for r in results.iter().filter(|r| r.is_error()) {
+        stderr.push_str(&format!("cutover: {r}\n"));
+    }
+    match krm::io::write(&items, fc, &list.results, &results) {
+        Ok(stdout) => Output {
+            stdout,
+            stderr,
+            exit_code: i32::from(failed),
+        },
+        Err(e) => Output {
+            stdout: Vec::new(),
+            stderr: format!("{stderr}cutover: cannot serialize output: {e}\n"),
+            exit_code: 1,
+        },
+    }
+}

@@ -1,0 +1,399 @@
+//! Reading and writing `ResourceList`s (KRM Functions Specification v1).
+//!
+//! Items stay `serde_yaml::Value`s: key order, list order and fields no schema knows survive a
+//! round trip untouched. Only the parts a mode reads are decoded into typed structs, by the mode.
+
+use serde::Serialize;
+use serde_yaml::{Mapping, Value};
+
+use super::result::KrmResult;
+
+/// `apiVersion` written on every output ResourceList.
+pub const OUTPUT_API_VERSION: &str = "config.kubernetes.io/v1";
+/// Input `apiVersion`s accepted (the spec's v1 and the older v1beta1).
+pub const INPUT_API_VERSIONS: &[&str] =
+    &["config.kubernetes.io/v1", "config.kubernetes.io/v1beta1"];
+
+/// A parsed input ResourceList.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResourceList {
+    /// The items, in input order.
+    pub items: Vec<Value>,
+    /// The function configuration, if any.
+    pub function_config: Option<Value>,
+    /// Results already present in the input; kept verbatim and written out first.
+    pub results: Vec<Value>,
+}
+
+/// Why the input could not be read as a ResourceList. Nothing is written to stdout for these:
+/// there are no items that could be echoed back safely.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputError {
+    /// stdin was empty or only whitespace.
+    Empty,
+    /// stdin is not UTF-8 (the spec requires UTF-8).
+    NotUtf8 {
+        /// Byte offset of the first invalid byte.
+        offset: usize,
+    },
+    /// Not parseable as YAML or JSON.
+    Syntax {
+        /// The parser's message.
+        message: String,
+        /// 1-based line, when the parser gives one.
+        line: Option<usize>,
+        /// 1-based column, when the parser gives one.
+        column: Option<usize>,
+    },
+    /// Parsed, but not a ResourceList.
+    NotResourceList {
+        /// What is wrong, naming the field.
+        message: String,
+    },
+}
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InputError::Empty => write!(f, "input is empty: expected a ResourceList on stdin"),
+            InputError::NotUtf8 { offset } => {
+                write!(f, "input is not UTF-8 (invalid byte at offset {offset})")
+            }
+            InputError::Syntax {
+                message,
+                line: Some(line),
+                column: Some(column),
+            } => write!(
+                f,
+                "input is not valid YAML/JSON at line {line}, column {column}: {message}"
+            ),
+            InputError::Syntax { message, .. } => {
+                write!(f, "input is not valid YAML/JSON: {message}")
+            }
+            InputError::NotResourceList { message } => {
+                write!(f, "input is not a ResourceList: {message}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for InputError {}
+
+/// Parses a ResourceList from YAML or JSON bytes.
+pub fn parse(input: &[u8]) -> Result<ResourceList, InputError> {
+    let text = std::str::from_utf8(input).map_err(|e| InputError::NotUtf8 {
+        offset: e.valid_up_to(),
+    })?;
+    let trimmed = text.trim_start_matches(['\u{feff}', ' ', '\t', '\r', '\n']);
+    if trimmed.is_empty() {
+        return Err(InputError::Empty);
+    }
+    check_flow_depth(text)?;
+    let doc: Value = if trimmed.starts_with('{') {
+        serde_json::from_str(text).map_err(|e| InputError::Syntax {
+            message: e.to_string(),
+            line: Some(e.line()),
+            column: Some(e.column()),
+        })?
+    } else {
+        serde_yaml::from_str(text).map_err(|e| {
+            let loc = e.location();
+            InputError::Syntax {
+                message: e.to_string(),
+                line: loc.as_ref().map(|l| l.line()),
+                column: loc.as_ref().map(|l| l.column()),
+            }
+        })?
+    };
+    from_value(doc)
+}
+
+/// Deepest flow nesting (`[`/`{`) accepted. The YAML parser's cost grows with the square of the
+/// flow depth (100k levels take ~20 s), and the decoder rejects depth > 128 anyway, so refuse such
+/// input up front instead of spinning.
+const MAX_FLOW_DEPTH: usize = 1000;
+
+/// Cheap pre-scan for pathological flow nesting. Only brackets in a position where a flow
+/// collection can start count (after `[ { , : - ?`, whitespace or a line start), so brackets
+/// inside ordinary strings such as regexes (`^[a-z]+`) do not.
+fn check_flow_depth(text: &str) -> Result<(), InputError> {
+    let mut depth = 0usize;
+    let mut prev = b'\n';
+    let (mut line, mut col) = (1usize, 0usize);
+    for &b in text.as_bytes() {
+        col += 1;
+        match b {
+            b'[' | b'{' if matches!(prev, b'[' | b'{' | b',' | b':' | b'-' | b'?' | b'\n') => {
+                depth += 1;
+                if depth > MAX_FLOW_DEPTH {
+                    return Err(InputError::Syntax {
+                        message: format!(
+                            "flow collections nested deeper than {MAX_FLOW_DEPTH} levels"
+                        ),
+                        line: Some(line),
+                        column: Some(col),
+                    });
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            b'\n' => {
+                line += 1;
+                col = 0;
+            }
+            _ => {}
+        }
+        if !matches!(b, b' ' | b'\t' | b'\r') {
+            prev = b;
+        }
+    }
+    Ok(())
+}
+
+fn not_rl(message: impl Into<String>) -> InputError {
+    InputError::NotResourceList {
+        message: message.into(),
+    }
+}
+
+fn from_value(doc: Value) -> Result<ResourceList, InputError> {
+    let Value::Mapping(mut root) = doc else {
+        return Err(not_rl("the document is not a mapping"));
+    };
+    match root.get("kind").and_then(Value::as_str) {
+        Some("ResourceList") => {}
+        Some(other) => {
+            return Err(not_rl(format!(
+                "kind is {other:?}, expected \"ResourceList\""
+            )));
+        }
+        None => return Err(not_rl("kind is missing, expected \"ResourceList\"")),
+    }
+    match root.get("apiVersion").and_then(Value::as_str) {
+        Some(v) if INPUT_API_VERSIONS.contains(&v) => {}
+        Some(v) => {
+            return Err(not_rl(format!(
+                "apiVersion is {v:?}, expected one of {INPUT_API_VERSIONS:?}"
+            )));
+        }
+        None => return Err(not_rl("apiVersion is missing")),
+    }
+    let items = match root.remove("items") {
+        Some(Value::Sequence(items)) => items,
+        Some(_) => return Err(not_rl("items is not a list")),
+        None => {
+            return Err(not_rl(
+                "items is missing (the spec requires it; use `items: []`)",
+            ));
+        }
+    };
+    if let Some(i) = items.iter().position(|item| !item.is_mapping()) {
+        return Err(not_rl(format!("items[{i}] is not a mapping")));
+    }
+    let function_config = match root.remove("functionConfig") {
+        None | Some(Value::Null) => None,
+        Some(fc @ Value::Mapping(_)) => Some(fc),
+        Some(_) => return Err(not_rl("functionConfig is not a mapping")),
+    };
+    let results = match root.remove("results") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Sequence(results)) => results,
+        // kpt's legacy wrapper `results: {items: [...]}`.
+        Some(Value::Mapping(mut m)) => match m.remove("items") {
+            Some(Value::Sequence(results)) => results,
+            _ => return Err(not_rl("results is neither a list nor {items: [...]}")),
+        },
+        Some(_) => return Err(not_rl("results is not a list")),
+    };
+    Ok(ResourceList {
+        items,
+        function_config,
+        results,
+    })
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum AnyResult<'a> {
+    Kept(&'a Value),
+    New(&'a KrmResult),
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Output<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    items: &'a [Value],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    function_config: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    results: Vec<AnyResult<'a>>,
+}
+
+/// Serializes an output ResourceList: the given items, the input's function config, the input's
+/// results followed by the new ones.
+pub fn write(
+    items: &[Value],
+    function_config: Option<&Value>,
+    kept_results: &[Value],
+    new_results: &[KrmResult],
+) -> Result<Vec<u8>, serde_yaml::Error> {
+    let results = kept_results
+        .iter()
+        .map(AnyResult::Kept)
+        .chain(new_results.iter().map(AnyResult::New))
+        .collect();
+    let out = Output {
+        api_version: OUTPUT_API_VERSION,
+        kind: "ResourceList",
+        items,
+        function_config,
+        results,
+    };
+    let mut buf = Vec::with_capacity(items.len() * 512);
+    serde_yaml::to_writer(&mut buf, &out)?;
+    Ok(buf)
+}
+
+/// An empty mapping, handy for building objects.
+pub fn mapping() -> Mapping {
+    Mapping::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_yaml_and_json_the_same() {
+        let y = parse(
+            b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- {kind: A, b: 1}\n",
+        )
+        .unwrap();
+        let j = parse(br#"{"apiVersion":"config.kubernetes.io/v1beta1","kind":"ResourceList","items":[{"kind":"A","b":1}]}"#)
+            .unwrap();
+        assert_eq!(y.items, j.items);
+    }
+
+    #[test]
+    fn keeps_key_order_and_unknown_fields() {
+        let src = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- zeta: 1\n  alpha: {y: 2, x: [3, 1]}\n  kind: Weird\n";
+        let rl = parse(src.as_bytes()).unwrap();
+        let out = String::from_utf8(write(&rl.items, None, &[], &[]).unwrap()).unwrap();
+        assert_eq!(
+            out,
+            "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- zeta: 1\n  alpha:\n    y: 2\n    x:\n    - 3\n    - 1\n  kind: Weird\n"
+        );
+    }
+
+    #[test]
+    fn syntax_errors_carry_line_and_column() {
+        let e = parse(b"apiVersion: x\nkind: [\n").unwrap_err();
+        match e {
+            InputError::Syntax { line, column, .. } => {
+                assert!(line.is_some() && column.is_some(), "{e:?}")
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        let e = parse(b"{\"a\": }").unwrap_err();
+        assert!(
+            matches!(
+                e,
+                InputError::Syntax {
+                    line: Some(1),
+                    column: Some(7),
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn rejects_what_is_not_a_resource_list() {
+        for (src, needle) in [
+            ("", "empty"),
+            ("  \n", "empty"),
+            ("- a\n", "not a mapping"),
+            ("kind: ConfigMap\n", "kind is \"ConfigMap\""),
+            ("kind: ResourceList\n", "apiVersion is missing"),
+            (
+                "kind: ResourceList\napiVersion: v1\nitems: []\n",
+                "apiVersion is \"v1\"",
+            ),
+            (
+                "kind: ResourceList\napiVersion: config.kubernetes.io/v1\n",
+                "items is missing",
+            ),
+            (
+                "kind: ResourceList\napiVersion: config.kubernetes.io/v1\nitems: 3\n",
+                "items is not a list",
+            ),
+            (
+                "kind: ResourceList\napiVersion: config.kubernetes.io/v1\nitems: [3]\n",
+                "items[0] is not a mapping",
+            ),
+        ] {
+            let e = parse(src.as_bytes()).unwrap_err().to_string();
+            assert!(e.contains(needle), "{src:?}: {e}");
+        }
+        assert_eq!(
+            parse(b"a: \xff").unwrap_err(),
+            InputError::NotUtf8 { offset: 3 }
+        );
+    }
+
+    #[test]
+    fn hostile_documents_end_in_errors_not_crashes() {
+        let deep = format!(
+            "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- a: {}{}\n",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert!(matches!(
+            parse(deep.as_bytes()),
+            Err(InputError::Syntax { .. })
+        ));
+        let deep_json = format!(
+            "{{\"items\": {}{}}}",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert!(matches!(
+            parse(deep_json.as_bytes()),
+            Err(InputError::Syntax { .. })
+        ));
+        let mut laughs = String::from(
+            "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n",
+        );
+        for i in 1..12 {
+            let p = i - 1;
+            laughs.push_str(&format!("a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"));
+        }
+        laughs.push_str("items: [*a11]\n");
+        assert!(matches!(
+            parse(laughs.as_bytes()),
+            Err(InputError::Syntax { .. })
+        ));
+    }
+
+    #[test]
+    fn brackets_inside_strings_do_not_count_as_nesting() {
+        let many = "x: '^[a-z]+ {{'\n".repeat(2000);
+        let src = format!(
+            "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nz:\n  {}",
+            many.replace('\n', "\n  ")
+        );
+        assert!(check_flow_depth(&src).is_ok());
+        assert!(check_flow_depth(&format!("a: {}", "[".repeat(1001))).is_err());
+        assert!(check_flow_depth(&format!("a: {}{}", "[".repeat(1000), "]".repeat(1000))).is_ok());
+    }
+
+    #[test]
+    fn keeps_existing_results_before_new_ones() {
+        let rl = parse(b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nresults:\n- message: earlier\n  severity: info\n").unwrap();
+        let out = write(&rl.items, None, &rl.results, &[KrmResult::warning("now")]).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.ends_with("results:\n- message: earlier\n  severity: info\n- message: now\n  severity: warning\n"), "{out}");
+    }
+}

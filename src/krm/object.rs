@@ -1,0 +1,200 @@
+//! Read access to the identity of an item held as a pass-through `serde_yaml::Value`.
+
+use serde_yaml::{Mapping, Value};
+
+use super::annotations;
+use super::result::{FileRef, ResourceRef};
+
+/// Group/version/kind plus name and namespace: what identifies an object in a ResourceList.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectRef {
+    /// `apiVersion`, e.g. `apps/v1`.
+    pub api_version: String,
+    /// `kind`, e.g. `DaemonSet`.
+    pub kind: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.namespace`, if set.
+    pub namespace: Option<String>,
+}
+
+impl std::fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{}/{} {}/{}", self.api_version, self.kind, ns, self.name),
+            None => write!(f, "{}/{} {}", self.api_version, self.kind, self.name),
+        }
+    }
+}
+
+/// Accessors for KRM objects kept as untyped YAML. Every accessor tolerates malformed objects
+/// (missing or mistyped fields read as empty), so identity can be reported even for bad input.
+pub trait KrmObject {
+    /// `apiVersion`, or `""`.
+    fn api_version(&self) -> &str;
+    /// `kind`, or `""`.
+    fn kind(&self) -> &str;
+    /// `metadata.name`, or `""`.
+    fn name(&self) -> &str;
+    /// `metadata.namespace`, if it is a string.
+    fn namespace(&self) -> Option<&str>;
+    /// One annotation value, if present and a string.
+    fn annotation(&self, key: &str) -> Option<&str>;
+    /// One label value, if present and a string.
+    fn label(&self, key: &str) -> Option<&str>;
+    /// The `apiVersion` group (the part before `/`, empty for the core group).
+    fn group(&self) -> &str {
+        match self.api_version().split_once('/') {
+            Some((group, _)) => group,
+            None => "",
+        }
+    }
+    /// True when this object has the given group (any version) and kind.
+    fn is(&self, group: &str, kind: &str) -> bool {
+        self.kind() == kind && self.group() == group
+    }
+    /// Full identity of the object.
+    fn object_ref(&self) -> ObjectRef {
+        ObjectRef {
+            api_version: self.api_version().to_owned(),
+            kind: self.kind().to_owned(),
+            name: self.name().to_owned(),
+            namespace: self.namespace().map(str::to_owned),
+        }
+    }
+    /// A result `resourceRef` naming this object.
+    fn resource_ref(&self) -> ResourceRef {
+        ResourceRef {
+            api_version: self.api_version().to_owned(),
+            kind: self.kind().to_owned(),
+            name: self.name().to_owned(),
+            namespace: self.namespace().map(str::to_owned),
+        }
+    }
+    /// A result `file` from the item's path/index annotations (internal ones first).
+    fn file_ref(&self) -> Option<FileRef> {
+        let path = self
+            .annotation(annotations::INTERNAL_PATH)
+            .or_else(|| self.annotation(annotations::PATH))?;
+        let index = self
+            .annotation(annotations::INTERNAL_INDEX)
+            .or_else(|| self.annotation(annotations::INDEX))
+            .and_then(|i| i.parse().ok())
+            .unwrap_or(0);
+        Some(FileRef {
+            path: path.to_owned(),
+            index,
+        })
+    }
+}
+
+fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+fn metadata_map<'a>(v: &'a Value, key: &str) -> Option<&'a Mapping> {
+    v.get("metadata")?.get(key)?.as_mapping()
+}
+
+impl KrmObject for Value {
+    fn api_version(&self) -> &str {
+        str_at(self, "apiVersion").unwrap_or("")
+    }
+    fn kind(&self) -> &str {
+        str_at(self, "kind").unwrap_or("")
+    }
+    fn name(&self) -> &str {
+        self.get("metadata")
+            .and_then(|m| str_at(m, "name"))
+            .unwrap_or("")
+    }
+    fn namespace(&self) -> Option<&str> {
+        self.get("metadata").and_then(|m| str_at(m, "namespace"))
+    }
+    fn annotation(&self, key: &str) -> Option<&str> {
+        metadata_map(self, "annotations")?.get(key)?.as_str()
+    }
+    fn label(&self, key: &str) -> Option<&str> {
+        metadata_map(self, "labels")?.get(key)?.as_str()
+    }
+}
+
+/// Sets (or replaces) one annotation on an object, creating `metadata.annotations` when absent.
+/// Keeps the position of an existing key so diffs stay minimal.
+pub fn set_annotation(obj: &mut Value, key: &str, value: &str) {
+    let Some(root) = obj.as_mapping_mut() else {
+        return;
+    };
+    let meta = root
+        .entry(Value::from("metadata"))
+        .or_insert_with(|| Value::Mapping(Mapping::new()));
+    let Some(meta) = meta.as_mapping_mut() else {
+        return;
+    };
+    let annotations = meta
+        .entry(Value::from("annotations"))
+        .or_insert_with(|| Value::Mapping(Mapping::new()));
+    if !annotations.is_mapping() {
+        *annotations = Value::Mapping(Mapping::new());
+    }
+    if let Some(map) = annotations.as_mapping_mut() {
+        map.insert(Value::from(key), Value::from(value));
+    }
+}
+
+/// Gives a newly created object the path/index annotations that `kpt fn render` and kustomize use
+/// to decide which file it is written to. `path` is relative to the package root.
+pub fn set_file(obj: &mut Value, path: &str, index: usize) {
+    let index = index.to_string();
+    set_annotation(obj, annotations::PATH, path);
+    set_annotation(obj, annotations::INDEX, &index);
+    set_annotation(obj, annotations::INTERNAL_PATH, path);
+    set_annotation(obj, annotations::INTERNAL_INDEX, &index);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(src: &str) -> Value {
+        serde_yaml::from_str(src).unwrap()
+    }
+
+    #[test]
+    fn identity_of_a_well_formed_object() {
+        let o = obj("apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: a, namespace: b}\n");
+        assert_eq!(o.group(), "apps");
+        assert!(o.is("apps", "DaemonSet"));
+        assert_eq!(o.object_ref().to_string(), "apps/v1/DaemonSet b/a");
+    }
+
+    #[test]
+    fn malformed_objects_read_as_empty() {
+        let o = obj("apiVersion: 3\nmetadata: [x]\n");
+        assert_eq!(o.api_version(), "");
+        assert_eq!(o.name(), "");
+        assert_eq!(o.namespace(), None);
+        assert_eq!(o.annotation("x"), None);
+        assert_eq!(o.group(), "");
+    }
+
+    #[test]
+    fn file_ref_prefers_internal_annotations() {
+        let o = obj(
+            "metadata:\n  annotations:\n    config.kubernetes.io/path: old.yaml\n    internal.config.kubernetes.io/path: new.yaml\n    internal.config.kubernetes.io/index: '2'\n",
+        );
+        let f = o.file_ref().unwrap();
+        assert_eq!((f.path.as_str(), f.index), ("new.yaml", 2));
+    }
+
+    #[test]
+    fn set_file_writes_all_four_annotations_and_keeps_others() {
+        let mut o = obj("kind: X\nmetadata:\n  name: a\n  annotations: {keep: me}\n");
+        set_file(&mut o, "dir/x.yaml", 1);
+        assert_eq!(o.annotation("keep"), Some("me"));
+        assert_eq!(o.annotation(annotations::PATH), Some("dir/x.yaml"));
+        assert_eq!(o.annotation(annotations::INTERNAL_INDEX), Some("1"));
+        let f = o.file_ref().unwrap();
+        assert_eq!((f.path.as_str(), f.index), ("dir/x.yaml", 1));
+    }
+}

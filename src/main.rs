@@ -1,0 +1,83 @@
+//! `cutover`: the KRM function binary (native exec and WASI module).
+//!
+//! With no arguments it reads a ResourceList on stdin and writes one to stdout.
+
+use std::io::{Read, Write};
+use std::process::ExitCode;
+
+use cutover::config::{Kind, schema};
+
+const USAGE: &str = "\
+cutover — KRM function for outage-free load-balancer cutovers
+
+USAGE:
+    cutover                 run as a KRM function: ResourceList on stdin, ResourceList on stdout
+    cutover schema [KIND]   print the JSON schema of the function config (all kinds, or one of
+                            MetalLBImagePrepull, LoadBalancerAnnouncer)
+    cutover --help          print this help
+    cutover --version       print the version
+
+Function config: apiVersion fn.cutover.dev/v1alpha1, kind MetalLBImagePrepull or
+LoadBalancerAnnouncer, or kpt's `-- mode=metallb-image-prepull|load-balancer-announcer key=value`.
+Exit code: 0 without error results, 1 with. Diagnostics go to stderr.
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    match args.as_slice() {
+        [] => run_function(),
+        ["--help" | "-h" | "help"] => print(USAGE),
+        ["--version" | "-V"] => print(&format!("cutover {}\n", env!("CARGO_PKG_VERSION"))),
+        ["schema"] => print_json(&schema::function_config_schema()),
+        ["schema", kind] => match Kind::from_name(kind) {
+            Some(kind) => print_json(&schema::kind_schema(kind)),
+            None => usage_error(&format!(
+                "unknown kind {kind:?}: expected MetalLBImagePrepull or LoadBalancerAnnouncer"
+            )),
+        },
+        _ => usage_error(&format!("unexpected arguments {args:?}")),
+    }
+}
+
+fn run_function() -> ExitCode {
+    let mut input = Vec::new();
+    if let Err(e) = std::io::stdin().read_to_end(&mut input) {
+        eprintln!("cutover: cannot read stdin: {e}");
+        return ExitCode::FAILURE;
+    }
+    let output = cutover::process(&input);
+    eprint!("{}", output.stderr);
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout
+        .write_all(&output.stdout)
+        .and_then(|()| stdout.flush())
+    {
+        eprintln!("cutover: cannot write stdout: {e}");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::from(u8::try_from(output.exit_code).unwrap_or(1))
+}
+
+fn print(text: &str) -> ExitCode {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::FAILURE,
+    }
+}
+
+fn print_json(value: &serde_json::Value) -> ExitCode {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => print(&(text + "\n")),
+        Err(e) => {
+            eprintln!("cutover: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn usage_error(message: &str) -> ExitCode {
+    eprintln!("cutover: {message}\n\n{USAGE}");
+    ExitCode::from(2)
+}

@@ -1,0 +1,179 @@
+//! `MetalLBImagePrepull` configuration (`spec:` of the typed form, `data:` of the ConfigMap form).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::config::types::Duration;
+
+/// Configuration of the MetalLB image prepull mode. Every field is optional.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct MetalLBImagePrepullSpec {
+    /// Whether this render is an upgrade: `auto` (default) reads `_internal.state.is_upgrade` from
+    /// the values, else looks for a reconciled `sylva-units-status`; `true`/`false` force it.
+    pub upgrade: UpgradeMode,
+    /// Inline sylva values (highest precedence).
+    #[schemars(with = "Option<serde_json::Value>", extend("x-kubernetes-preserve-unknown-fields" = true))]
+    pub values: Option<serde_yaml::Value>,
+    /// Item holding the sylva values (Secret `sylva-units-values`, a ConfigMap or HelmRelease
+    /// `sylva-units`). Without it (and without `values`) those items are discovered.
+    pub values_from: Option<ValuesSource>,
+    /// Name of the gated Flux Kustomization.
+    pub kustomization: String,
+    /// Images to pre-pull, replacing the defaults and any chart-value overrides.
+    pub images: Option<Vec<String>>,
+    /// Image of the long-running container of the prepull DaemonSet.
+    pub pause_image: String,
+    /// Image of the waiter Job (needs a `kubectl` binary as entrypoint-compatible command).
+    pub waiter_image: String,
+    /// Namespace of the DaemonSet and waiter objects.
+    pub namespace: String,
+    /// How long the waiter Job waits for the DaemonSet rollout.
+    pub wait_timeout: Duration,
+    /// What the waiter does when the rollout is not complete after `waitTimeout`.
+    pub on_timeout: OnTimeout,
+    /// Flux source of the prepull unit; copied from the gated Kustomization when unset.
+    pub source_ref: Option<SourceRef>,
+    /// `spec.path` of the prepull Flux Kustomization and directory its payload is written to.
+    pub path: String,
+    /// priorityClassName of the prepull pods.
+    pub priority_class_name: Option<String>,
+    /// Names of image pull secrets (in `namespace`) for the prepull pods.
+    pub image_pull_secrets: Vec<String>,
+    /// Tolerations of the prepull pods; default tolerates every taint.
+    pub tolerations: Option<Vec<Toleration>>,
+    /// Non-root uid the prepull and waiter containers run as.
+    pub run_as_user: i64,
+}
+
+impl Default for MetalLBImagePrepullSpec {
+    fn default() -> Self {
+        MetalLBImagePrepullSpec {
+            upgrade: UpgradeMode::Auto,
+            values: None,
+            values_from: None,
+            kustomization: "metallb".into(),
+            images: None,
+            pause_image: "registry.k8s.io/pause:3.10".into(),
+            waiter_image: "registry.k8s.io/kubectl:v1.34.2".into(),
+            namespace: "metallb-system".into(),
+            wait_timeout: Duration::parse("10m").expect("valid default"),
+            on_timeout: OnTimeout::Proceed,
+            source_ref: None,
+            path: "./metallb-image-prepull".into(),
+            priority_class_name: None,
+            image_pull_secrets: Vec::new(),
+            tolerations: None,
+            run_as_user: 65534,
+        }
+    }
+}
+
+/// `upgrade: auto | true | false` (booleans accepted too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum UpgradeMode {
+    /// Detect from the values and the items.
+    Auto,
+    /// Treat the render as an upgrade.
+    True,
+    /// Treat the render as a fresh install.
+    False,
+}
+
+impl<'de> Deserialize<'de> for UpgradeMode {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Bool(bool),
+            Text(String),
+        }
+        match Raw::deserialize(d)
+            .map_err(|_| serde::de::Error::custom("expected auto, true or false"))?
+        {
+            Raw::Bool(true) => Ok(UpgradeMode::True),
+            Raw::Bool(false) => Ok(UpgradeMode::False),
+            Raw::Text(t) => match t.as_str() {
+                "auto" => Ok(UpgradeMode::Auto),
+                "true" => Ok(UpgradeMode::True),
+                "false" => Ok(UpgradeMode::False),
+                other => Err(serde::de::Error::custom(format!(
+                    "unknown upgrade mode {other:?}: expected auto, true or false"
+                ))),
+            },
+        }
+    }
+}
+
+/// `onTimeout: proceed | fail`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OnTimeout {
+    /// The waiter succeeds after the timeout and logs the nodes not covered.
+    Proceed,
+    /// The waiter fails, which keeps the metallb unit from reconciling.
+    Fail,
+}
+
+/// Where the sylva values come from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ValuesSource {
+    /// `Secret`, `ConfigMap` or `HelmRelease`.
+    pub kind: ValuesKind,
+    /// Name of the item.
+    pub name: String,
+    /// Namespace of the item, when several share the name.
+    pub namespace: Option<String>,
+    /// Data key holding the values (Secret default `values`; ConfigMap `values.yaml` then `values`).
+    pub key: Option<String>,
+}
+
+/// Kinds that can hold the sylva values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum ValuesKind {
+    /// A Secret with base64 YAML values (as sylva-units writes `sylva-units-values`).
+    Secret,
+    /// A ConfigMap with YAML values.
+    ConfigMap,
+    /// A HelmRelease whose `spec.values` are the values.
+    HelmRelease,
+}
+
+/// A Flux source reference (`spec.sourceRef` of a Kustomization).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SourceRef {
+    /// `OCIRepository`, `GitRepository`, `Bucket` or `ExternalArtifact`.
+    pub kind: String,
+    /// Name of the source.
+    pub name: String,
+    /// Namespace of the source.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// apiVersion of the source.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+}
+
+/// A pod toleration (core/v1 `Toleration`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Toleration {
+    /// Taint key; empty with `Exists` matches every taint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// `Exists` or `Equal`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operator: Option<String>,
+    /// Taint value for `Equal`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`; empty matches all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effect: Option<String>,
+    /// How long a NoExecute taint is tolerated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub toleration_seconds: Option<i64>,
+}
