@@ -15,3 +15,5 @@ if ((${#need_apt[@]})); then
 fi
 
 rustup component add clippy rustfmt >/dev/null 2>&1 || true
+# The function also ships as a WASI module (wasm-host/ runs it); a no-op when already installed.
+rustup target add wasm32-wasip1 >/dev/null

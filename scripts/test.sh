@@ -9,4 +9,11 @@ scripts/install-deps.sh
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo build --release --bin cutover
-cargo test --workspace
+# The WASI module the host tests run (parity with the native binary above).
+cargo build --target wasm32-wasip1 --release -p cutover --bin cutover
+cargo test -p cutover
+# Host tests in release only: this also builds target/release/cutover-wasm, with the same
+# features as the tests (the `wat` dev-dependency changes wasmtime's), so wasmtime is compiled
+# once, not again in debug or for a separate `cargo build`. Not `cargo test --workspace`, which
+# would build wasmtime in debug too.
+cargo test --release -p cutover-wasm

@@ -1,8 +1,5 @@
 //! Shared by the host's integration tests: where things are, building the module and the native
 //! binary when missing, and running the host.
-//!
-//! Each test file compiles this module separately and uses part of it.
-#![allow(dead_code)]
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

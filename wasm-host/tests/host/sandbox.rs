@@ -1,11 +1,9 @@
 //! The sandbox: hand-written WASI modules try what a function must not do, and the host either
 //! denies it (the call fails as documented) or stops the module with the documented message.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{run, run_host, summary, temp_dir, wat_module};
+use crate::common::{run, run_host, summary, temp_dir, wat_module};
 
 /// Imports and helpers every test module shares: memory, `fd_write`, `proc_exit`, and
 /// `$say` which writes the 7 bytes "partial" at offset 1024 to stdout.
@@ -47,7 +45,7 @@ fn opening_a_file_fails_with_badf_as_no_directory_is_preopened() {
             r#"(func (export "_start")
                  (call $proc_exit (call $path_open (i32.const 3) (i32.const 0)
                    (i32.const 2048) (i32.const 11) (i32.const 0)
-                   (i64.const -1) (i64.const -1) (i32.const 0) (i32.const 3000))))"#,
+                   (i64.const 2) (i64.const 0) (i32.const 0) (i32.const 3000))))"#,
         ),
     );
     let out = run_host(&m, &[], b"");
@@ -85,9 +83,9 @@ fn the_environment_is_empty_even_when_the_host_has_variables() {
                  (call $proc_exit (i32.add (i32.load (i32.const 0)) (i32.load (i32.const 4)))))"#,
         ),
     );
-    let cache = common::shared_cache();
+    let cache = crate::common::shared_cache();
     let out = run(
-        &common::host(),
+        &crate::common::host(),
         &["--module", m.to_str().unwrap()],
         &[
             ("CUTOVER_WASM_CACHE_DIR", cache.to_str().unwrap()),

@@ -1,10 +1,8 @@
 //! The host's command line, module lookup errors and compiled-code cache.
 
-mod common;
-
 use std::path::Path;
 
-use common::{host, run, summary, temp_dir, wat_module};
+use crate::common::{host, run, summary, temp_dir, wat_module};
 
 /// Writes "ok" and exits 5: a module whose every run is easy to recognise.
 const OK_MODULE: &str = r#"(module
