@@ -20,8 +20,11 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// Relative path and contents of every file of a package.
+type Files = Vec<(String, Vec<u8>)>;
+
 /// All files under `dir` with their contents, sorted by relative path.
-fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+fn tree(dir: &Path) -> Files {
     let mut files = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(d) = pending.pop() {
@@ -41,7 +44,7 @@ fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
 
 /// Runs `kpt fn eval` with `exec` on a fresh copy of the fixture package; returns the exit
 /// code, kpt's report with the exec string and durations taken out, and the resulting files.
-fn eval(name: &str, exec: &str) -> (Option<i32>, String, Vec<(String, Vec<u8>)>) {
+fn eval(name: &str, exec: &str) -> (Option<i32>, String, Files) {
     let fixtures = root().join("wasm-host/tests/fixtures");
     let package = temp_dir(name).join("package");
     copy_dir(&fixtures.join("package"), &package);
