@@ -57,10 +57,14 @@ pub fn validate(obj: &Value) -> Result<(), Vec<String>> {
         .get(&key)
         .ok_or_else(|| vec![format!("no CRD schema for {key:?}")])?;
     let mut errors = Vec::new();
-    // metadata is validated by the apiserver, not the CRD schema; check its shape only.
+    // metadata is validated by the apiserver (ObjectMeta), not by the CRD schema, which only
+    // declares it as an object: check it is a mapping with a name and skip its content.
+    if obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).is_none_or(str::is_empty) {
+        errors.push("metadata.name: missing".to_string());
+    }
     let mut body = obj.clone();
     if let Some(m) = body.as_mapping_mut() {
-        m.remove("metadata");
+        m.insert("metadata".into(), Value::Mapping(Default::default()));
     }
     check(schema, &body, "", &mut errors);
     if errors.is_empty() {
