@@ -418,9 +418,9 @@ fn fnv1a(parts: &[&str]) -> u64 {
 
 /// Formats seconds the way Flux writes durations (`13m`, `90s`).
 fn flux_duration(secs: u64) -> String {
-    if secs % 3600 == 0 {
+    if secs.is_multiple_of(3600) {
         format!("{}h", secs / 3600)
-    } else if secs % 60 == 0 {
+    } else if secs.is_multiple_of(60) {
         format!("{}m", secs / 60)
     } else {
         format!("{secs}s")
