@@ -14,8 +14,16 @@ const CM: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: keep-me\n 
 fn assert_rejected_input(input: &[u8], stderr_needle: &str) {
     let run = run_fn(input);
     assert_eq!(run.code, 1, "stderr: {}", run.stderr);
-    assert!(run.stdout.is_empty(), "stdout must be empty, got {:?}", run.stdout_str());
-    assert!(run.stderr.contains(stderr_needle), "stderr {:?} lacks {stderr_needle:?}", run.stderr);
+    assert!(
+        run.stdout.is_empty(),
+        "stdout must be empty, got {:?}",
+        run.stdout_str()
+    );
+    assert!(
+        run.stderr.contains(stderr_needle),
+        "stderr {:?} lacks {stderr_needle:?}",
+        run.stderr
+    );
     assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
 }
 
@@ -23,21 +31,44 @@ fn assert_rejected_input(input: &[u8], stderr_needle: &str) {
 fn malformed_input_is_rejected_without_output() {
     assert_rejected_input(b"", "input is empty");
     assert_rejected_input(b"\n\n", "input is empty");
-    assert_rejected_input(b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: [\n", "line 4, column 1");
+    assert_rejected_input(
+        b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: [\n",
+        "line 4, column 1",
+    );
     assert_rejected_input(b"{\"kind\": \"ResourceList\",", "line 1, column");
-    assert_rejected_input(b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", "kind is \"ConfigMap\"");
-    assert_rejected_input(b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n", "items is missing");
-    assert_rejected_input(b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: {}\n", "items is not a list");
-    assert_rejected_input(b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n---\na: 1\n", "more than one document");
-    assert_rejected_input(b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- name: \xc3\x28\n", "not UTF-8");
+    assert_rejected_input(
+        b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+        "kind is \"ConfigMap\"",
+    );
+    assert_rejected_input(
+        b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n",
+        "items is missing",
+    );
+    assert_rejected_input(
+        b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: {}\n",
+        "items is not a list",
+    );
+    assert_rejected_input(
+        b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n---\na: 1\n",
+        "more than one document",
+    );
+    assert_rejected_input(
+        b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- name: \xc3\x28\n",
+        "not UTF-8",
+    );
 }
 
 #[test]
 fn hostile_input_ends_quickly_with_an_error() {
-    let deep = format!("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- a: {}{}\n", "[".repeat(200_000), "]".repeat(200_000));
+    let deep = format!(
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- a: {}{}\n",
+        "[".repeat(200_000),
+        "]".repeat(200_000)
+    );
     assert_rejected_input(deep.as_bytes(), "nested deeper");
     let block_deep = {
-        let mut s = String::from("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- a:\n");
+        let mut s =
+            String::from("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- a:\n");
         for i in 0..200 {
             s.push_str(&" ".repeat(2 * i + 4));
             s.push_str("b:\n");
@@ -45,10 +76,14 @@ fn hostile_input_ends_quickly_with_an_error() {
         s
     };
     assert_rejected_input(block_deep.as_bytes(), "recursion limit");
-    let mut laughs = String::from("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    let mut laughs = String::from(
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n",
+    );
     for i in 1..10 {
         let p = i - 1;
-        laughs.push_str(&format!("a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"));
+        laughs.push_str(&format!(
+            "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+        ));
     }
     laughs.push_str("items: [*a9]\n");
     assert_rejected_input(laughs.as_bytes(), "repetition limit");
@@ -64,38 +99,90 @@ fn assert_config_error(function_config: Option<&str>, field_path: &str) -> Value
     let inp: Value = serde_yaml::from_str(&input).unwrap();
     assert_eq!(out["apiVersion"], "config.kubernetes.io/v1");
     assert_eq!(out["kind"], "ResourceList");
-    assert_eq!(out["items"], inp["items"], "items must come out exactly as they came in");
+    assert_eq!(
+        out["items"], inp["items"],
+        "items must come out exactly as they came in"
+    );
     let results = run.results();
     assert_eq!(results.len(), 1, "{results:?}");
     let r = &results[0];
     assert_eq!(r["severity"], "error");
     assert_eq!(r["field"]["path"], field_path, "{r:?}");
     if function_config.is_some() {
-        assert!(r["resourceRef"]["kind"].is_string(), "resourceRef missing: {r:?}");
+        assert!(
+            r["resourceRef"]["kind"].is_string(),
+            "resourceRef missing: {r:?}"
+        );
     }
-    assert!(run.stderr.contains(field_path), "stderr names the field: {}", run.stderr);
+    assert!(
+        run.stderr.contains(field_path),
+        "stderr names the field: {}",
+        run.stderr
+    );
     r.clone()
 }
 
 #[test]
 fn config_errors_name_the_field_and_leave_items_unchanged() {
     assert_config_error(None, "functionConfig");
-    let typed = "apiVersion: fn.cutover.dev/v1alpha1\nkind: MetalLBImagePrepull\nmetadata: {name: c}\n";
-    assert_config_error(Some(&format!("{typed}spec:\n  waitTimeout: soon\n")), "spec.waitTimeout");
-    assert_config_error(Some(&format!("{typed}spec:\n  waitTimeoutt: 5m\n")), "spec.waitTimeoutt");
-    assert_config_error(Some(&format!("{typed}spec:\n  runAsUser: lots\n")), "spec.runAsUser");
-    assert_config_error(Some(&format!("{typed}spec:\n  onTimeout: retry\n")), "spec.onTimeout");
-    assert_config_error(Some("apiVersion: fn.cutover.dev/v1alpha1\nkind: Mystery\nmetadata: {name: c}\n"), "kind");
-    assert_config_error(Some("apiVersion: fn.cutover.dev/v9\nkind: MetalLBImagePrepull\nmetadata: {name: c}\n"), "apiVersion");
-    assert_config_error(Some("apiVersion: example.com/v1\nkind: Foo\nmetadata: {name: c}\n"), "apiVersion");
-    let announcer = "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata: {name: c}\n";
-    assert_config_error(Some(&format!("{announcer}spec:\n  announcer: bgp\n")), "spec.announcer");
-    assert_config_error(Some(&format!("{announcer}spec:\n  ciliumVersion: [1]\n")), "spec.ciliumVersion");
+    let typed =
+        "apiVersion: fn.cutover.dev/v1alpha1\nkind: MetalLBImagePrepull\nmetadata: {name: c}\n";
+    assert_config_error(
+        Some(&format!("{typed}spec:\n  waitTimeout: soon\n")),
+        "spec.waitTimeout",
+    );
+    assert_config_error(
+        Some(&format!("{typed}spec:\n  waitTimeoutt: 5m\n")),
+        "spec.waitTimeoutt",
+    );
+    assert_config_error(
+        Some(&format!("{typed}spec:\n  runAsUser: lots\n")),
+        "spec.runAsUser",
+    );
+    assert_config_error(
+        Some(&format!("{typed}spec:\n  onTimeout: retry\n")),
+        "spec.onTimeout",
+    );
+    assert_config_error(
+        Some("apiVersion: fn.cutover.dev/v1alpha1\nkind: Mystery\nmetadata: {name: c}\n"),
+        "kind",
+    );
+    assert_config_error(
+        Some("apiVersion: fn.cutover.dev/v9\nkind: MetalLBImagePrepull\nmetadata: {name: c}\n"),
+        "apiVersion",
+    );
+    assert_config_error(
+        Some("apiVersion: example.com/v1\nkind: Foo\nmetadata: {name: c}\n"),
+        "apiVersion",
+    );
+    let announcer =
+        "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata: {name: c}\n";
+    assert_config_error(
+        Some(&format!("{announcer}spec:\n  announcer: bgp\n")),
+        "spec.announcer",
+    );
+    assert_config_error(
+        Some(&format!("{announcer}spec:\n  ciliumVersion: [1]\n")),
+        "spec.ciliumVersion",
+    );
     let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\n";
     assert_config_error(Some(cm), "data.mode");
-    assert_config_error(Some(&format!("{cm}data: {{mode: teleport}}\n")), "data.mode");
-    assert_config_error(Some(&format!("{cm}data: {{mode: metallb-image-prepull, onTimeout: later}}\n")), "data.onTimeout");
-    assert_config_error(Some(&format!("{cm}data: {{mode: load-balancer-announcer, colour: blue}}\n")), "data.colour");
+    assert_config_error(
+        Some(&format!("{cm}data: {{mode: teleport}}\n")),
+        "data.mode",
+    );
+    assert_config_error(
+        Some(&format!(
+            "{cm}data: {{mode: metallb-image-prepull, onTimeout: later}}\n"
+        )),
+        "data.onTimeout",
+    );
+    assert_config_error(
+        Some(&format!(
+            "{cm}data: {{mode: load-balancer-announcer, colour: blue}}\n"
+        )),
+        "data.colour",
+    );
 }
 
 #[test]
@@ -122,7 +209,10 @@ fn help_version_and_schema() {
     assert_eq!(help.code, 0);
     assert!(help.stdout_str().contains("cutover schema [KIND]"));
     let version = run_cmd(Command::new(common::bin()).arg("--version"));
-    assert_eq!(version.stdout_str(), format!("cutover {}\n", env!("CARGO_PKG_VERSION")));
+    assert_eq!(
+        version.stdout_str(),
+        format!("cutover {}\n", env!("CARGO_PKG_VERSION"))
+    );
     for kind in ["MetalLBImagePrepull", "LoadBalancerAnnouncer"] {
         let run = run_cmd(Command::new(common::bin()).args(["schema", kind]));
         assert_eq!(run.code, 0);

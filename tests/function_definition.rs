@@ -56,11 +56,20 @@ fn function_yaml_schema_is_the_generated_schema() {
 
 #[test]
 fn function_yaml_names_existing_examples() {
-    let def: Value = serde_yaml::from_str(&std::fs::read_to_string(common::root().join("function.yaml")).unwrap()).unwrap();
-    let examples = def["spec"]["versions"][0]["examples"].as_sequence().unwrap();
+    let def: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(common::root().join("function.yaml")).unwrap(),
+    )
+    .unwrap();
+    let examples = def["spec"]["versions"][0]["examples"]
+        .as_sequence()
+        .unwrap();
     for e in examples {
         let p = common::root().join(e.as_str().unwrap());
-        assert!(p.exists(), "function.yaml names {} which does not exist", p.display());
+        assert!(
+            p.exists(),
+            "function.yaml names {} which does not exist",
+            p.display()
+        );
     }
     let usage = def["spec"]["versions"][0]["usage"].as_str().unwrap();
     assert!(common::root().join(usage).exists());

@@ -3,9 +3,9 @@
 //! Items stay `serde_yaml::Value`s: key order, list order and fields no schema knows survive a
 //! round trip untouched. Only the parts a mode reads are decoded into typed structs, by the mode.
 
-use serde::Serialize;
 use serde_yaml::{Mapping, Value};
 
+use super::emit;
 use super::result::KrmResult;
 
 /// `apiVersion` written on every output ResourceList.
@@ -211,48 +211,42 @@ fn from_value(doc: Value) -> Result<ResourceList, InputError> {
     })
 }
 
-#[derive(Serialize)]
-#[serde(untagged)]
-enum AnyResult<'a> {
-    Kept(&'a Value),
-    New(&'a KrmResult),
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Output<'a> {
-    api_version: &'static str,
-    kind: &'static str,
-    items: &'a [Value],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    function_config: Option<&'a Value>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    results: Vec<AnyResult<'a>>,
-}
-
 /// Serializes an output ResourceList: the given items, the input's function config, the input's
-/// results followed by the new ones.
+/// results followed by the new ones. Written with [`super::emit`] (see there for why not
+/// `serde_yaml::to_writer`).
 pub fn write(
     items: &[Value],
     function_config: Option<&Value>,
     kept_results: &[Value],
     new_results: &[KrmResult],
 ) -> Result<Vec<u8>, serde_yaml::Error> {
-    let results = kept_results
-        .iter()
-        .map(AnyResult::Kept)
-        .chain(new_results.iter().map(AnyResult::New))
-        .collect();
-    let out = Output {
-        api_version: OUTPUT_API_VERSION,
-        kind: "ResourceList",
-        items,
-        function_config,
-        results,
-    };
-    let mut buf = Vec::with_capacity(items.len() * 512);
-    serde_yaml::to_writer(&mut buf, &out)?;
-    Ok(buf)
+    let mut out = String::with_capacity(items.len() * 512 + 256);
+    out.push_str("apiVersion: ");
+    out.push_str(OUTPUT_API_VERSION);
+    out.push_str("\nkind: ResourceList\n");
+    if items.is_empty() {
+        out.push_str("items: []\n");
+    } else {
+        out.push_str("items:\n");
+        for item in items {
+            emit::emit_entry(&mut out, item, 0);
+        }
+    }
+    if let Some(fc) = function_config {
+        let mut m = Mapping::new();
+        m.insert("functionConfig".into(), fc.clone());
+        emit::emit_document(&mut out, &Value::Mapping(m));
+    }
+    if !kept_results.is_empty() || !new_results.is_empty() {
+        let mut results: Vec<Value> = kept_results.to_vec();
+        for r in new_results {
+            results.push(serde_yaml::to_value(r)?);
+        }
+        let mut m = Mapping::new();
+        m.insert("results".into(), Value::Sequence(results));
+        emit::emit_document(&mut out, &Value::Mapping(m));
+    }
+    Ok(out.into_bytes())
 }
 
 /// An empty mapping, handy for building objects.
@@ -277,12 +271,12 @@ mod tests {
 
     #[test]
     fn keeps_key_order_and_unknown_fields() {
-        let src = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- zeta: 1\n  alpha: {y: 2, x: [3, 1]}\n  kind: Weird\n";
+        let src = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- zeta: 1\n  alpha: {w: 2, x: [3, 1]}\n  kind: Weird\n";
         let rl = parse(src.as_bytes()).unwrap();
         let out = String::from_utf8(write(&rl.items, None, &[], &[]).unwrap()).unwrap();
         assert_eq!(
             out,
-            "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- zeta: 1\n  alpha:\n    y: 2\n    x:\n    - 3\n    - 1\n  kind: Weird\n"
+            "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- zeta: 1\n  alpha:\n    w: 2\n    x:\n    - 3\n    - 1\n  kind: Weird\n"
         );
     }
 
