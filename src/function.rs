@@ -54,12 +54,22 @@ fn process_inner(input: &[u8]) -> Output {
     };
     let mut results = outcome.results;
     let mut items = list.items;
-    if !results.iter().any(KrmResult::is_error)
-        && let Err(e) = apply::apply(&mut items, outcome.edits)
-    {
-        // `apply` checks everything before it touches the items: they are still the input.
-        results.push(e);
+    let mut origins: Vec<Option<usize>> = (0..items.len()).map(Some).collect();
+    if !results.iter().any(KrmResult::is_error) {
+        match apply::apply(&mut items, outcome.edits) {
+            Ok(o) => origins = o,
+            // `apply` checks everything before it touches the items: they are still the input.
+            Err(e) => results.push(e),
+        }
     }
+    // Unchanged items are copied from the input text when its layout allows (see io::parse).
+    let verbatim: Vec<Option<&str>> = match (&list.item_spans, std::str::from_utf8(input)) {
+        (Some(spans), Ok(text)) => origins
+            .iter()
+            .map(|o| o.map(|i| &text[spans[i].clone()]))
+            .collect(),
+        _ => Vec::new(),
+    };
     if let Some(mode) = mode {
         for r in &mut results {
             r.tags.entry("mode".into()).or_insert_with(|| mode.into());
@@ -70,7 +80,7 @@ fn process_inner(input: &[u8]) -> Output {
     for r in results.iter().filter(|r| r.is_error()) {
         stderr.push_str(&format!("cutover: {r}\n"));
     }
-    match krm::io::write(&items, fc, &list.results, &results) {
+    match krm::io::write(&items, &verbatim, fc, &list.results, &results) {
         Ok(stdout) => Output {
             stdout,
             stderr,
