@@ -70,6 +70,7 @@ fn process_inner(input: &[u8]) -> Output {
             .collect(),
         _ => Vec::new(),
     };
+    fill_missing_files(&mut results, &items);
     if let Some(mode) = mode {
         for r in &mut results {
             r.tags.entry("mode".into()).or_insert_with(|| mode.into());
@@ -91,5 +92,36 @@ fn process_inner(input: &[u8]) -> Output {
             stderr: format!("{stderr}cutover: cannot serialize output: {e}\n"),
             exit_code: 1,
         },
+    }
+}
+
+/// Results about an object (the function config, a created object) that name no file get the
+/// file of the input item with the same identity, so kpt users can find what to fix.
+fn fill_missing_files(results: &mut [KrmResult], items: &[serde_yaml::Value]) {
+    use std::collections::HashMap;
+
+    use crate::krm::{KrmObject, ResourceRef};
+    if !results
+        .iter()
+        .any(|r| r.file.is_none() && r.resource_ref.is_some())
+    {
+        return;
+    }
+    let key = |r: &ResourceRef| {
+        (
+            r.api_version.clone(),
+            r.kind.clone(),
+            r.name.clone(),
+            r.namespace.clone(),
+        )
+    };
+    let files: HashMap<_, _> = items
+        .iter()
+        .filter_map(|item| Some((key(&item.resource_ref()), item.file_ref()?)))
+        .collect();
+    for r in results.iter_mut().filter(|r| r.file.is_none()) {
+        if let Some(rr) = &r.resource_ref {
+            r.file = files.get(&key(rr)).cloned();
+        }
     }
 }
