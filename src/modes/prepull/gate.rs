@@ -135,6 +135,7 @@ fn upgrade(
     let versions = match (&previous, &target) {
         (Some(p), Some(t)) => format!("upgrade from {p} to {t}"),
         (Some(p), None) => format!("upgrade from {p}"),
+        (None, Some(t)) => format!("upgrade to {t}"),
         _ => "upgrade".to_string(),
     };
     let (met, why, about) = match spec.upgrade {
@@ -340,9 +341,9 @@ fn metallb_enabled(
         [index] => Some(*index),
         [first, second, ..] => {
             return Err(KrmResult::error(format!(
-                "{} Flux Kustomizations are named {name} (also {}): cannot tell which one to gate; set spec.kustomization or remove the duplicate",
+                "{} Flux Kustomizations are named {name} (also in namespace {}): cannot tell which one to gate; remove the duplicate or gate another one with spec.kustomization",
                 inputs.gated.len(),
-                items[*second].object_ref()
+                items[*second].namespace().unwrap_or("(none)")
             ))
             .about(&items[*first])
             .field("metadata.name"));
@@ -387,8 +388,12 @@ fn metallb_enabled(
         Condition {
             met: true,
             evidence: format!(
-                "MetalLB enabled: Kustomization {} is among the items and units.metallb.enabled is not false",
-                items[index].object_ref()
+                "MetalLB enabled: Kustomization {}{} is among the items and units.metallb.enabled is not false",
+                items[index]
+                    .namespace()
+                    .map(|ns| format!("{ns}/"))
+                    .unwrap_or_default(),
+                items[index].name()
             ),
             about: Some(index),
         }

@@ -138,12 +138,7 @@ fn plan(
         );
     }
     if !gate.is_open() {
-        reconcile::remove_unit(
-            items,
-            &inputs,
-            gated.map(|g| (gate.gated.unwrap_or(0), g)),
-            &mut out,
-        );
+        reconcile::remove_unit(items, &inputs, gate.gated, &mut out);
         out.push(
             KrmResult::info(format!(
                 "gate closed, no {UNIT} unit: {}",

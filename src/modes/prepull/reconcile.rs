@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde_yaml::{Mapping, Value};
 
 use super::inputs::{Inputs, UNIT};
-use crate::krm::annotations::is_orchestrator_annotation;
-use crate::krm::{Edit, KrmObject, KrmResult, ObjectRef, Outcome};
+use crate::krm::annotations::{LOCAL_CONFIG, is_orchestrator_annotation};
+use crate::krm::{Edit, KrmObject, KrmResult, Outcome};
 
 /// Identity of a generated object across runs.
 fn key(item: &Value) -> (String, String, Option<String>, String) {
@@ -60,10 +60,17 @@ fn carry_annotations(mut desired: Value, existing: &Value) -> Value {
     desired
 }
 
-fn describe(r: &ObjectRef) -> String {
-    match &r.namespace {
-        Some(ns) => format!("{} {ns}/{}", r.kind, r.name),
-        None => format!("{} {}", r.kind, r.name),
+/// `Flux Kustomization sylva-system/metallb-image-prepull`, `DaemonSet metallb-system/...`: the
+/// two Kustomization kinds are told apart.
+fn describe(item: &Value) -> String {
+    let kind = match (item.group(), item.kind()) {
+        ("kustomize.toolkit.fluxcd.io", "Kustomization") => "Flux Kustomization",
+        ("kustomize.config.k8s.io", "Kustomization") => "kustomize Kustomization",
+        (_, kind) => kind,
+    };
+    match item.namespace() {
+        Some(ns) => format!("{kind} {ns}/{}", item.name()),
+        None => format!("{kind} {}", item.name()),
     }
 }
 
@@ -87,7 +94,7 @@ pub fn apply_unit(
                     == without_orchestrator_annotations(&object) => {}
             Some(i) => {
                 out.push(
-                    KrmResult::info(format!("updated {}", describe(&object.object_ref())))
+                    KrmResult::info(format!("updated {}", describe(&object)))
                         .about(&object)
                         .tag("check", "unit"),
                 );
@@ -99,7 +106,7 @@ pub fn apply_unit(
             }
             None => {
                 out.push(
-                    KrmResult::info(format!("added {}", describe(&object.object_ref())))
+                    KrmResult::info(format!("added {}", describe(&object)))
                         .about(&object)
                         .tag("check", "unit"),
                 );
@@ -112,7 +119,7 @@ pub fn apply_unit(
         out.push(
             KrmResult::info(format!(
                 "removed stale {} (no longer part of the unit)",
-                describe(&items[i].object_ref())
+                describe(&items[i])
             ))
             .about(&items[i])
             .tag("check", "unit"),
@@ -125,26 +132,27 @@ pub fn apply_unit(
 
 /// Gate closed: removes everything an earlier run generated and the `dependsOn` entry, so Flux
 /// prunes the unit and no pause pods linger.
-pub fn remove_unit(
-    items: &[Value],
-    inputs: &Inputs,
-    gated: Option<(usize, &Value)>,
-    out: &mut Outcome,
-) {
+pub fn remove_unit(items: &[Value], inputs: &Inputs, gated: Option<usize>, out: &mut Outcome) {
     for &i in &inputs.generated {
         out.push(
             KrmResult::info(format!(
-                "removed {} because the gate is closed (Flux prunes it from the cluster)",
-                describe(&items[i].object_ref())
+                "removed {} because the gate is closed{}",
+                describe(&items[i]),
+                if items[i].annotation(LOCAL_CONFIG) == Some("true") {
+                    ""
+                } else {
+                    " (once this output is applied, Flux prunes it from the cluster)"
+                }
             ))
             .about(&items[i])
             .tag("check", "unit"),
         );
         out.edits.push(Edit::Remove { index: i });
     }
-    let Some((index, item)) = gated else {
+    let Some(index) = gated else {
         return;
     };
+    let item = &items[index];
     let own_ns = item.namespace();
     let mut updated = item.clone();
     let Some(spec) = updated.get_mut("spec").and_then(Value::as_mapping_mut) else {

@@ -155,7 +155,8 @@ pub fn settings(
             });
         }
     };
-    let own_files = |p: &str| p.starts_with(&format!("{payload_dir}/"));
+    let payload_prefix = format!("{payload_dir}/");
+    let own_files = |p: &str| p.starts_with(&payload_prefix);
     let mut flux_file: Option<(String, usize)> = None;
     for &i in &inputs.generated {
         let item = &items[i];
