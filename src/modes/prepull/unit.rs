@@ -9,6 +9,7 @@ use super::config::{MetalLBImagePrepullSpec, SourceRef};
 use super::config_field;
 use super::inputs::{Inputs, SYLVA_UNIT_LABEL, UNIT};
 use super::render::UnitSettings;
+use crate::krm::annotations::{INTERNAL_PATH, PATH};
 use crate::krm::{KrmObject, KrmResult};
 
 /// Prefix of sylva-units' ordering lock Kustomization (`root-dependency-<release revision>`).
@@ -186,8 +187,11 @@ pub fn settings(
         if generated.contains(&i) || Some(i) == inputs.function_config {
             continue;
         }
-        if let Some(f) = item.file_ref() {
-            if own_files(&f.path) {
+        let path = item
+            .annotation(INTERNAL_PATH)
+            .or_else(|| item.annotation(PATH));
+        if let Some(path) = path {
+            if own_files(path) {
                 return Err(KrmResult::error(format!(
                     "{} already holds {} which this mode did not generate: choose another spec.path",
                     payload_dir,
@@ -195,7 +199,9 @@ pub fn settings(
                 ))
                 .about(item));
             }
-            if f.path == flux_path {
+            if path == flux_path
+                && let Some(f) = item.file_ref()
+            {
                 used.insert(f.index);
             }
         }
