@@ -58,3 +58,21 @@ export CUTOVER_CONTAINERS_DIR
 export CONTAINERS_CONF="$CUTOVER_CONTAINERS_DIR/containers.conf"
 export CONTAINERS_STORAGE_CONF="$CUTOVER_CONTAINERS_DIR/storage.conf"
 export CONTAINERS_REGISTRIES_CONF="$CUTOVER_CONTAINERS_DIR/registries.conf"
+
+# podman 4.3 (root) creates /run/containers/networks whatever the config says; remember whether
+# it was there so clean-up removes only what we created.
+if [[ -e /run/containers/networks ]]; then
+  _cutover_run_networks_preexisted=1
+else
+  _cutover_run_networks_preexisted=0
+fi
+
+# Removes everything the container build and tests created: the private store (images included)
+# and the config files. For `trap cutover_containers_cleanup EXIT` in scripts/test.sh.
+cutover_containers_cleanup() {
+  rm -rf "$CUTOVER_CONTAINERS_DIR"
+  if ((_cutover_run_networks_preexisted == 0)); then
+    # rmdir: only if empty, i.e. nothing else has started using it meanwhile.
+    rmdir /run/containers/networks /run/containers 2>/dev/null || true
+  fi
+}

@@ -33,8 +33,7 @@ const RUN_AS_ORCHESTRATORS_DO: &[&str] = &[
     "--security-opt=no-new-privileges",
 ];
 
-/// True when the container tests must run; prints a banner (visible with `--nocapture` and in
-/// the failure-free summary of `cargo test -- --show-output`) when they are skipped.
+/// True when the container tests must run; prints an uncaptured banner when they are skipped.
 fn enabled(test: &str) -> bool {
     if std::env::var("CUTOVER_CONTAINER_TESTS").as_deref() == Ok("1") {
         assert!(
@@ -44,7 +43,9 @@ fn enabled(test: &str) -> bool {
         );
         return true;
     }
-    eprintln!(
+    // Straight to the stderr handle: the test harness captures eprintln!, and a skip must show.
+    let _ = writeln!(
+        std::io::stderr(),
         "\n!!!!!!!! SKIPPED container test `{test}`: set CUTOVER_CONTAINER_TESTS=1 after \
          scripts/build-image.sh (scripts/test.sh does both) !!!!!!!!\n"
     );
@@ -427,6 +428,8 @@ fn runs_as_nobody_without_network_on_a_read_only_root() {
             "run",
             "--rm",
             "--pull=never",
+            "--network",
+            "none",
             "--user",
             "no-such-user",
             IMAGE,
