@@ -335,10 +335,23 @@ fn packages() -> Vec<Package> {
         .into_iter()
         .map(|dir| {
             let expected = dir.join(".expected");
-            let fn_config = Some(expected.join("fn-config.yaml")).filter(|p| p.is_file());
+            let mut fn_config = Some(expected.join("fn-config.yaml")).filter(|p| p.is_file());
             let mut args = Vec::new();
             if let Ok(raw) = fs::read_to_string(expected.join("config.yaml")) {
                 let config: Value = serde_yaml::from_str(&raw).unwrap();
+                // kpt's test-runner field, if an example uses it instead of fn-config.yaml: a path
+                // relative to the package (or to .expected/).
+                if let Some(path) = config.get("fnConfig").and_then(Value::as_str) {
+                    let found = [dir.join(path), expected.join(path)]
+                        .into_iter()
+                        .find(|p| p.is_file());
+                    assert!(
+                        found.is_some(),
+                        "{}: fnConfig {path} not found",
+                        dir.display()
+                    );
+                    fn_config = found;
+                }
                 if let Some(map) = config.get("args").and_then(Value::as_mapping) {
                     for (k, v) in map {
                         let scalar = |v: &Value| match v {
