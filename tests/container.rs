@@ -271,9 +271,10 @@ fn assert_logged_runs(log: &Path, image: &str) {
 /// A kpt package to evaluate: `examples/*/` (from the mode engineers) and our own fixtures.
 struct Package {
     dir: PathBuf,
-    /// `.expected/fn-config.yaml`, if any.
+    /// `fn-config.yaml` or `.expected/fn-config.yaml` (or `fnConfig:`), for `--fn-config`.
     fn_config: Option<PathBuf>,
-    /// `args:` of `.expected/config.yaml`, passed as `-- key=value`.
+    /// `args:` of `.expected/config.yaml`, passed as `-- key=value` (instead of `--fn-config`, as
+    /// tests/examples.rs does).
     args: Vec<(String, String)>,
 }
 
@@ -292,11 +293,8 @@ impl Package {
 
     /// The functionConfig kpt builds from `-- key=value`, for `kpt fn source --fn-config`.
     fn fn_config_file(&self, scratch: &Path) -> Option<PathBuf> {
-        if let Some(fc) = &self.fn_config {
-            return Some(fc.clone());
-        }
         if self.args.is_empty() {
-            return None;
+            return self.fn_config.clone();
         }
         let data: serde_yaml::Mapping = self
             .args
@@ -335,7 +333,11 @@ fn packages() -> Vec<Package> {
         .into_iter()
         .map(|dir| {
             let expected = dir.join(".expected");
-            let mut fn_config = Some(expected.join("fn-config.yaml")).filter(|p| p.is_file());
+            // examples/ keep the config next to the resources (the Kptfile's configPath); the
+            // brief's catalog layout has it in .expected/.
+            let mut fn_config = [dir.join("fn-config.yaml"), expected.join("fn-config.yaml")]
+                .into_iter()
+                .find(|p| p.is_file());
             let mut args = Vec::new();
             if let Ok(raw) = fs::read_to_string(expected.join("config.yaml")) {
                 let config: Value = serde_yaml::from_str(&raw).unwrap();
@@ -521,11 +523,10 @@ fn kpt_fn_eval_image_matches_exec_on_every_package() {
                 .arg(results)
                 .env("KPT_FN_RUNTIME", "podman")
                 .env("PATH", &path);
-            if let Some(fc) = &pkg.fn_config {
-                cmd.arg("--fn-config").arg(fc);
-            }
             if !pkg.args.is_empty() {
                 cmd.arg("--").args(pkg.kv_args());
+            } else if let Some(fc) = &pkg.fn_config {
+                cmd.arg("--fn-config").arg(fc);
             }
             run(&mut cmd, b"")
         };
@@ -558,80 +559,103 @@ fn kpt_fn_eval_image_matches_exec_on_every_package() {
     fs::remove_dir_all(&scratch).unwrap();
 }
 
-/// `kpt fn render` of a package whose Kptfile pipeline names `image: localhost/cutover:dev`, and of
-/// the same package with `exec:` instead: same files, exit code and results. When the function
-/// fails, kpt must report the function's own error (not a podman or pull error).
+/// `kpt fn render` of every package with a Kptfile pipeline, twice: with the pipeline naming
+/// `image: localhost/cutover:dev` (`KPT_FN_RUNTIME=podman`) and with it naming the native binary
+/// (`exec:`). `exec: cutover` (the examples' form) and `image: localhost/cutover:dev` (the
+/// `render-image` fixture) are rewritten into each other. Same files afterwards, same exit code,
+/// same results.
 #[test]
-fn kpt_fn_render_runs_the_image_named_in_the_kptfile() {
-    if !enabled("kpt_fn_render_runs_the_image_named_in_the_kptfile") {
+fn kpt_fn_render_image_matches_exec_on_every_package() {
+    if !enabled("kpt_fn_render_image_matches_exec_on_every_package") {
         return;
     }
     let scratch = scratch("kpt_fn_render");
-    let fixture = Path::new(REPO).join("tests/fixtures/container/render");
-    let (image_dir, exec_dir) = (scratch.join("image/render"), scratch.join("exec/render"));
-    copy_dir(&fixture, &image_dir);
-    copy_dir(&fixture, &exec_dir);
-    let kptfile = exec_dir.join("Kptfile");
-    let pipeline = fs::read_to_string(&kptfile).unwrap();
-    assert!(
-        pipeline.contains(&format!("- image: {IMAGE}")),
-        "{pipeline}"
-    );
-    fs::write(
-        &kptfile,
-        pipeline.replace(&format!("- image: {IMAGE}"), &format!("- exec: {NATIVE}")),
-    )
-    .unwrap();
-
     let shims = scratch.join("bin");
     let path = shim(&shims, "podman", &which("podman"));
-    let render = |dir: &Path, results: &Path, flags: &[&str]| {
-        run(
-            Command::new("kpt")
-                .args(["fn", "render"])
-                .arg(dir)
-                .args(flags)
-                .arg("--results-dir")
-                .arg(results)
-                .env("KPT_FN_RUNTIME", "podman")
-                .env("PATH", &path),
-            b"",
-        )
-    };
-    let by_image = render(
-        &image_dir,
-        &scratch.join("image-results"),
-        &["--image-pull-policy", "never"],
-    );
-    let by_exec = render(&exec_dir, &scratch.join("exec-results"), &["--allow-exec"]);
-    assert_eq!(
-        by_exec.status.code(),
-        by_image.status.code(),
-        "exit codes differ\nexec: {}\nimage: {}",
-        text(&by_exec.stderr),
-        text(&by_image.stderr)
-    );
-    fs::write(&kptfile, &pipeline).unwrap();
-    assert_same_tree("kpt fn render", &exec_dir, &image_dir);
-    let results = normalized_results(&scratch.join("image-results"));
-    assert_eq!(normalized_results(&scratch.join("exec-results")), results);
-    let item = &results["items"][0];
-    if by_image.status.success() {
-        assert_eq!(item["exitCode"], Value::from(0), "{results:?}");
-    } else {
-        // Today's behaviour while the announcer mode is a stub: the function's error result.
-        let messages = serde_yaml::to_string(&item["results"]).unwrap();
-        assert!(
-            item["exitCode"] == 1 && messages.contains("severity: error"),
-            "kpt did not report the function's error: {}\n{messages}",
+    let mut rendered_with_image = 0;
+    for (i, pkg) in packages().iter().enumerate() {
+        let name = pkg.name();
+        let original = fs::read_to_string(pkg.dir.join("Kptfile")).unwrap();
+        let image_kptfile = retarget(&original, &format!("image: {IMAGE}"));
+        let exec_kptfile = retarget(&original, &format!("exec: {NATIVE}"));
+        if !image_kptfile.contains(&format!("image: {IMAGE}")) {
+            eprintln!("{name}: no cutover function in the Kptfile pipeline, not rendered");
+            continue;
+        }
+        rendered_with_image += 1;
+        let (image_dir, exec_dir) = (
+            scratch
+                .join(format!("{i}-image"))
+                .join(pkg.dir.file_name().unwrap()),
+            scratch
+                .join(format!("{i}-exec"))
+                .join(pkg.dir.file_name().unwrap()),
+        );
+        copy_dir(&pkg.dir, &image_dir);
+        copy_dir(&pkg.dir, &exec_dir);
+        fs::write(image_dir.join("Kptfile"), &image_kptfile).unwrap();
+        fs::write(exec_dir.join("Kptfile"), &exec_kptfile).unwrap();
+        let render = |dir: &Path, results: &Path, flags: &[&str]| {
+            run(
+                Command::new("kpt")
+                    .args(["fn", "render"])
+                    .arg(dir)
+                    .args(flags)
+                    .arg("--results-dir")
+                    .arg(results)
+                    .env("KPT_FN_RUNTIME", "podman")
+                    .env("PATH", &path),
+                b"",
+            )
+        };
+        let (image_results, exec_results) = (
+            scratch.join(format!("{i}-image-results")),
+            scratch.join(format!("{i}-exec-results")),
+        );
+        let by_image = render(
+            &image_dir,
+            &image_results,
+            &["--image-pull-policy", "never"],
+        );
+        let by_exec = render(&exec_dir, &exec_results, &["--allow-exec"]);
+        eprintln!("{name}: render exit code {:?}", by_exec.status.code());
+        assert_eq!(
+            by_exec.status.code(),
+            by_image.status.code(),
+            "{name}: exit codes differ\nexec: {}\nimage: {}",
+            text(&by_exec.stderr),
             text(&by_image.stderr)
         );
-        eprintln!(
-            "kpt fn render: the function reported an error (announcer mode not implemented?):\n{messages}"
+        // The Kptfiles differ by construction; everything else must not.
+        fs::write(image_dir.join("Kptfile"), &original).unwrap();
+        fs::write(exec_dir.join("Kptfile"), &original).unwrap();
+        assert_same_tree(&name, &exec_dir, &image_dir);
+        assert_eq!(
+            normalized_results(&exec_results),
+            normalized_results(&image_results),
+            "{name}: results differ"
         );
     }
+    assert!(rendered_with_image > 0, "no package has a cutover pipeline");
     assert_logged_runs(&shims.join("podman.log"), IMAGE);
     fs::remove_dir_all(&scratch).unwrap();
+}
+
+/// The Kptfile with every cutover function of its pipeline (`exec: cutover` or
+/// `image: localhost/cutover:dev`) replaced by `function` (`exec: PATH` or `image: NAME`).
+fn retarget(kptfile: &str, function: &str) -> String {
+    let mut out = String::new();
+    for line in kptfile.lines() {
+        let trimmed = line.trim_end();
+        let replaced = ["exec: cutover".to_owned(), format!("image: {IMAGE}")]
+            .iter()
+            .find_map(|from| trimmed.strip_suffix(from.as_str()))
+            .filter(|head| head.trim_start_matches(' ').is_empty() || head.trim() == "-")
+            .map(|head| format!("{head}{function}"));
+        out.push_str(replaced.as_deref().unwrap_or(line));
+        out.push('\n');
+    }
+    out
 }
 
 /// `kubectl kustomize --enable-alpha-plugins` on a kustomization whose `transformers:` entry runs
@@ -719,7 +743,21 @@ fn helpers_compare_trees_and_find_programs() {
         &scratch.join("b"),
     );
     assert_same_tree("copies", &scratch.join("a"), &scratch.join("b"));
-    assert!(tree(&scratch.join("a")).contains_key("render/Kptfile"));
+    assert!(tree(&scratch.join("a")).contains_key("packages/render-image/Kptfile"));
+    let kptfile = "pipeline:\n  mutators:\n  - exec: cutover\n    configPath: fn-config.yaml\n";
+    let image = retarget(kptfile, &format!("image: {IMAGE}"));
+    assert_eq!(
+        image,
+        kptfile.replace("exec: cutover", &format!("image: {IMAGE}"))
+    );
+    assert_eq!(
+        retarget(&image, "exec: /x"),
+        kptfile.replace("cutover", "/x")
+    );
+    assert_eq!(
+        retarget("exec: cutover-other\n", "exec: /x"),
+        "exec: cutover-other\n"
+    );
     assert!(Path::new(&which("sh")).is_absolute());
     assert!(packages().iter().any(|p| p.fn_config.is_some()));
     assert!(packages().iter().any(|p| !p.args.is_empty()));
