@@ -1,6 +1,7 @@
 //! The container image, run by the real clients: podman, `kpt fn eval`/`kpt fn render` with
 //! `KPT_FN_RUNTIME=podman`, and `kubectl kustomize --enable-alpha-plugins` through a `docker`
-//! shim that execs podman. Every test compares the image with the native binary of this build.
+//! shim that execs podman. The parity tests compare the image with the native binary of this build
+//! (`CARGO_BIN_EXE_cutover`), on copies of every `examples/*/` package and of our own fixtures.
 //!
 //! Needs root, podman, kpt, kubectl and the image `localhost/cutover:dev` built by
 //! `scripts/build-image.sh`, with the environment of `scripts/containers-env.sh` (private
