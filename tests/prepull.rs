@@ -243,8 +243,8 @@ fn the_unit_follows_its_siblings_and_gates_metallb() {
     );
     assert_eq!(unit["spec"]["healthChecks"][0]["kind"], "Job");
     // Bounded: Flux timeout > Job deadline > wait timeout (10m default).
-    assert_eq!(unit["spec"]["timeout"], "13m");
-    assert_eq!(job["spec"]["activeDeadlineSeconds"], 720);
+    assert_eq!(unit["spec"]["timeout"], "16m");
+    assert_eq!(job["spec"]["activeDeadlineSeconds"], 900);
     assert!(job["spec"]["backoffLimit"].as_i64().unwrap() <= 2);
     assert!(job["spec"]["ttlSecondsAfterFinished"].is_number());
     // Same file directory as the gated unit, own file.

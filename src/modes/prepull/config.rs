@@ -46,18 +46,22 @@ pub struct MetalLBImagePrepullSpec {
     pub wait_timeout: Duration,
     /// What the waiter does when the rollout is not complete after `waitTimeout`.
     pub on_timeout: OnTimeout,
-    /// Flux source of the prepull unit; copied from the gated Kustomization when unset.
+    /// Flux source of the prepull unit (where the rendered payload directory is published);
+    /// copied from the gated Kustomization when unset, required for a kustomize generator call.
     pub source_ref: Option<SourceRef>,
     /// `spec.path` of the prepull Flux Kustomization and directory its payload is written to.
     pub path: String,
-    /// priorityClassName of the prepull pods.
+    /// priorityClassName of the pre-pull and waiter pods.
     pub priority_class_name: Option<String>,
-    /// Names of image pull secrets (in `namespace`) for the prepull pods.
+    /// Names of image pull secrets (in `namespace`) for the pre-pull and waiter pods (copies of
+    /// the secrets the metallb chart uses, for a private mirror).
     pub image_pull_secrets: Vec<String>,
-    /// Tolerations of the prepull pods; default tolerates every taint.
+    /// Tolerations of the pre-pull pods; default tolerates every taint, which covers every node
+    /// frr-k8s runs on (it tolerates control-plane taints).
     pub tolerations: Option<Vec<Toleration>>,
     /// Non-root uid the prepull and waiter containers run as (the frr and frr-k8s images
     /// default to root, so Pod Security "restricted" needs an explicit uid).
+    #[schemars(range(min = 1))]
     pub run_as_user: i64,
 }
 

@@ -30,8 +30,9 @@ use crate::krm::object::{set_annotation, set_file};
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "cutover");
 /// Selector label of the pre-pull pods.
 const NAME_LABEL: &str = "app.kubernetes.io/name";
-/// Extra seconds the Job may live beyond the rollout wait (waiter image pull, logging).
-const DEADLINE_MARGIN_SECS: u64 = 120;
+/// Extra seconds the Job may live beyond the rollout wait: the waiter image pull (a slow mirror)
+/// and the logging must fit, or a `proceed` Job would fail on its deadline and block metallb.
+const DEADLINE_MARGIN_SECS: u64 = 300;
 /// Extra seconds Flux health-checks beyond the Job deadline.
 const FLUX_MARGIN_SECS: u64 = 60;
 /// How long a finished waiter Job is kept for `kubectl logs`.
