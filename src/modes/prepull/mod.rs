@@ -8,14 +8,17 @@
 //! gate → resolve images → render the unit → reconcile with what an earlier run generated.
 
 mod config;
+mod daemonset;
 mod gate;
 mod image;
 mod images;
 mod inputs;
+mod pod;
 mod reconcile;
 mod render;
 mod unit;
 mod values;
+mod waiter;
 
 pub use config::*;
 pub use image::ImageRef;
