@@ -676,3 +676,28 @@ fn no_values_anywhere_is_an_error() {
         .retain(|i| i["kind"] != "Secret");
     fails(&list, "spec.values");
 }
+
+#[test]
+fn a_noop_image_for_shell_less_images_is_restricted_too() {
+    let list = with_spec(
+        source("prepull-upgrade-native-bgp"),
+        "noopImage",
+        "docker.io/library/busybox:1.36.1-musl".into(),
+    );
+    let out = ok(&list);
+    let ds: DaemonSet = k8s::roundtrip(find(&out, "DaemonSet", "metallb-image-prepull")).unwrap();
+    let pod = ds.spec.unwrap().template.spec.unwrap();
+    assert_eq!(k8s::restricted_violations(&pod), Vec::<String>::new());
+    let init = pod.init_containers.unwrap();
+    assert_eq!(init.len(), 3, "install-noop + frr-k8s + frr");
+    assert_eq!(
+        init[0].image.as_deref(),
+        Some("docker.io/library/busybox:1.36.1-musl")
+    );
+    for c in &init[1..] {
+        assert_eq!(c.command.as_deref(), Some(&["/noop/true".to_string()][..]));
+    }
+    // Both ways of saying how to no-op at once is a mistake.
+    let both = with_spec(list, "noopCommand", yaml("[/bin/true]"));
+    fails(&both, "spec.noopImage");
+}

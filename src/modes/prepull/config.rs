@@ -36,6 +36,10 @@ pub struct MetalLBImagePrepullSpec {
     /// Command each pre-pull init container runs in its image: a no-op that exits 0. The
     /// default needs `/bin/sh`, which the frr-k8s and frr images (Alpine based) have.
     pub noop_command: Vec<String>,
+    /// For images without a shell: an image with a *static* busybox at `/bin/busybox` (e.g.
+    /// the official `busybox:<version>-musl`). Its binary is copied into an emptyDir and run as
+    /// `true` in every pre-pull container, replacing `noopCommand`.
+    pub noop_image: Option<ImageRef>,
     /// Image of the long-running container of the prepull DaemonSet.
     pub pause_image: ImageRef,
     /// Image of the waiter Job: needs `/bin/sh` and `kubectl` (default: Sylva's kube-job image).
@@ -73,7 +77,8 @@ impl Default for MetalLBImagePrepullSpec {
             values_from: None,
             kustomization: "metallb".into(),
             images: None,
-            noop_command: vec!["/bin/sh".into(), "-c".into(), "exit 0".into()],
+            noop_command: default_noop_command(),
+            noop_image: None,
             pause_image: ImageRef::parse("registry.k8s.io/pause:3.10").expect("valid default"),
             waiter_image: ImageRef::parse(DEFAULT_WAITER_IMAGE).expect("valid default"),
             namespace: "metallb-system".into(),
@@ -87,6 +92,11 @@ impl Default for MetalLBImagePrepullSpec {
             run_as_user: 65534,
         }
     }
+}
+
+/// `["/bin/sh", "-c", "exit 0"]`: the no-op for images with a shell.
+pub fn default_noop_command() -> Vec<String> {
+    vec!["/bin/sh".into(), "-c".into(), "exit 0".into()]
 }
 
 /// `upgrade: auto | true | false` (booleans accepted too).

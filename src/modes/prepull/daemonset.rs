@@ -7,7 +7,8 @@ use k8s_openapi::api::apps::v1::{
     DaemonSet, DaemonSetSpec, DaemonSetUpdateStrategy, RollingUpdateDaemonSet,
 };
 use k8s_openapi::api::core::v1::{
-    Container, LocalObjectReference, PodSpec, PodTemplateSpec, Toleration as CoreToleration,
+    Container, EmptyDirVolumeSource, LocalObjectReference, PodSpec, PodTemplateSpec,
+    Toleration as CoreToleration, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -15,7 +16,9 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use super::config::MetalLBImagePrepullSpec;
 use super::images::PrepullImage;
 use super::inputs::UNIT;
-use super::pod::{NAME_LABEL, labels, meta, resources, restricted_container, restricted_pod};
+use super::pod::{
+    NAME_LABEL, labels, meta, quantity, resources, restricted_container, restricted_pod,
+};
 
 /// A DNS-1123 label for an init container: `pull-<n>-<image short name>`.
 fn container_name(index: usize, image: &PrepullImage) -> String {
@@ -27,22 +30,66 @@ fn container_name(index: usize, image: &PrepullImage) -> String {
     name.trim_end_matches('-').to_owned()
 }
 
+/// Where the static no-op binary is mounted when `noopImage` is set.
+const NOOP_DIR: &str = "/noop";
+
 /// The DaemonSet `metallb-image-prepull`.
 pub fn daemonset(spec: &MetalLBImagePrepullSpec, images: &[PrepullImage]) -> DaemonSet {
     let uid = spec.run_as_user;
-    let init_containers = images
-        .iter()
-        .enumerate()
-        .map(|(i, image)| Container {
-            name: container_name(i, image),
-            image: Some(image.image.to_string()),
+    // Without a shell in the images: copy a static busybox into an emptyDir first and run it
+    // as `true` (busybox picks the applet from argv[0]) in every pre-pull container.
+    let noop_mount = || VolumeMount {
+        name: "noop".into(),
+        mount_path: NOOP_DIR.into(),
+        ..Default::default()
+    };
+    let (command, mounts) = match &spec.noop_image {
+        Some(_) => (
+            vec![format!("{NOOP_DIR}/true")],
+            Some(vec![VolumeMount {
+                read_only: Some(true),
+                ..noop_mount()
+            }]),
+        ),
+        None => (spec.noop_command.clone(), None),
+    };
+    let mut init_containers: Vec<Container> = Vec::with_capacity(images.len() + 1);
+    if let Some(noop_image) = &spec.noop_image {
+        init_containers.push(Container {
+            name: "install-noop".into(),
+            image: Some(noop_image.to_string()),
             image_pull_policy: Some("IfNotPresent".into()),
-            command: Some(spec.noop_command.clone()),
+            command: Some(vec![
+                "/bin/cp".into(),
+                "/bin/busybox".into(),
+                format!("{NOOP_DIR}/true"),
+            ]),
             resources: Some(resources(("1m", "8Mi"), ("50m", "32Mi"))),
             security_context: Some(restricted_container(uid)),
+            volume_mounts: Some(vec![noop_mount()]),
             ..Default::default()
-        })
-        .collect();
+        });
+    }
+    init_containers.extend(images.iter().enumerate().map(|(i, image)| Container {
+        name: container_name(i, image),
+        image: Some(image.image.to_string()),
+        image_pull_policy: Some("IfNotPresent".into()),
+        command: Some(command.clone()),
+        resources: Some(resources(("1m", "8Mi"), ("50m", "32Mi"))),
+        security_context: Some(restricted_container(uid)),
+        volume_mounts: mounts.clone(),
+        ..Default::default()
+    }));
+    let volumes = spec.noop_image.as_ref().map(|_| {
+        vec![Volume {
+            name: "noop".into(),
+            empty_dir: Some(EmptyDirVolumeSource {
+                size_limit: Some(quantity("16Mi")),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }]
+    });
     let tolerations = match &spec.tolerations {
         Some(list) => list
             .iter()
@@ -102,6 +149,7 @@ pub fn daemonset(spec: &MetalLBImagePrepullSpec, images: &[PrepullImage]) -> Dae
                     security_context: Some(restricted_pod(uid)),
                     termination_grace_period_seconds: Some(0),
                     tolerations: Some(tolerations),
+                    volumes,
                     ..Default::default()
                 }),
             },
@@ -133,5 +181,34 @@ mod tests {
             source: String::new(),
         };
         assert_eq!(container_name(0, &image), "pull-0-frr-k8s");
+    }
+
+    #[test]
+    fn a_noop_image_replaces_the_shell_no_op() {
+        let image = PrepullImage {
+            image: ImageRef::parse("registry.local/distroless-thing:v1").unwrap(),
+            source: String::new(),
+        };
+        let spec = MetalLBImagePrepullSpec {
+            noop_image: Some(ImageRef::parse("docker.io/library/busybox:1.36.1-musl").unwrap()),
+            ..Default::default()
+        };
+        let pod = daemonset(&spec, &[image])
+            .spec
+            .unwrap()
+            .template
+            .spec
+            .unwrap();
+        let init = pod.init_containers.unwrap();
+        assert_eq!(init[0].name, "install-noop");
+        assert_eq!(
+            init[1].command.as_deref(),
+            Some(&["/noop/true".to_string()][..])
+        );
+        assert_eq!(
+            init[1].volume_mounts.as_ref().unwrap()[0].read_only,
+            Some(true)
+        );
+        assert!(pod.volumes.unwrap()[0].empty_dir.is_some());
     }
 }

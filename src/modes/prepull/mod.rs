@@ -79,6 +79,13 @@ fn validate(spec: &MetalLBImagePrepullSpec, fc: Option<&Value>) -> Result<(), Kr
             "noopCommand",
         ));
     }
+    if spec.noop_image.is_some() && spec.noop_command != default_noop_command() {
+        return Err(fc_error(
+            fc,
+            "noopImage and noopCommand exclude each other: with noopImage every pre-pull container runs the copied /noop/true".into(),
+            "noopImage",
+        ));
+    }
     for (field, value) in [
         ("namespace", &spec.namespace),
         ("kustomization", &spec.kustomization),
