@@ -124,29 +124,7 @@ fn plan(
         KrmResult::info(format!("sylva values read from {}", values.describe(items)))
             .tag("check", "values"),
     );
-    for (check, condition) in [
-        ("upgrade", &gate.upgrade),
-        ("bgp", &gate.bgp),
-        ("metallb", &gate.metallb),
-    ] {
-        let r = KrmResult::info(format!(
-            "gate condition {check}: {} — {}",
-            if condition.met { "met" } else { "not met" },
-            condition.evidence
-        ))
-        .tag("check", check);
-        out.push(match condition.about {
-            Some(i) => r.about(&items[i]),
-            None => r,
-        });
-    }
-    if gate.bgp.met {
-        out.push(
-            KrmResult::info(gate.case.1.clone())
-                .tag("check", "case")
-                .tag("case", gate.case.0.tag()),
-        );
-    }
+    out.results.extend(gate.results(items));
     if !gate.is_open() {
         reconcile::remove_unit(items, &inputs, gate.gated, &mut out);
         out.push(
