@@ -144,6 +144,9 @@ fn plan(
         );
     }
     let settings = unit::settings(spec, items, &inputs, gated, fc)?;
+    if let Some(warning) = gated.and_then(|g| unit::kube_config_warning(items, &inputs, g)) {
+        out.push(warning);
+    }
     let rendered = render::render(spec, &images, &settings);
     let changed = reconcile::apply_unit(items, &inputs, rendered.objects, &mut out);
     match gate.gated {

@@ -246,6 +246,37 @@ pub fn settings(
     })
 }
 
+/// Sylva workload clusters: kustomize units carry `spec.kubeConfig` (they apply to the workload
+/// cluster) while Helm units such as `metallb` keep their Kustomization on the management cluster
+/// without one. The unit copies `kubeConfig` from the gated Kustomization only, so in that layout
+/// its DaemonSet would land on the management cluster: say so.
+pub fn kube_config_warning(items: &[Value], inputs: &Inputs, gated: &Value) -> Option<KrmResult> {
+    let has_kube_config = |item: &Value| {
+        item.get("spec")
+            .and_then(|s| s.get("kubeConfig"))
+            .is_some_and(|k| !k.is_null())
+    };
+    if has_kube_config(gated) {
+        return None;
+    }
+    let sibling = inputs
+        .unit_kustomizations
+        .iter()
+        .map(|&i| &items[i])
+        .find(|k| has_kube_config(k))?;
+    Some(
+        KrmResult::warning(format!(
+            "Kustomization {} has no spec.kubeConfig but unit {} has one (a workload cluster?): the {UNIT} unit applies \
+             its DaemonSet where Flux runs, which may not be the cluster whose nodes run frr-k8s",
+            gated.name(),
+            sibling.name()
+        ))
+        .about(gated)
+        .field("spec.kubeConfig")
+        .tag("check", "kube-config"),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
