@@ -9,7 +9,16 @@ scripts/install-deps.sh
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo build --release --bin cutover
-# The WASI module the host tests run (parity with the native binary above).
+
+# Container image (issue 5): built into a private podman store under target/containers/ (see
+# scripts/containers-env.sh), used by tests/container.rs, removed on exit whatever happens.
+# shellcheck source=scripts/containers-env.sh
+source scripts/containers-env.sh
+trap cutover_containers_cleanup EXIT
+scripts/build-image.sh
+export CUTOVER_CONTAINER_TESTS=1
+
+# WASI module (issue 6): the module the host tests run, in parity with the native binary above.
 cargo build --target wasm32-wasip1 --release -p cutover --bin cutover
 cargo test -p cutover
 # Host tests in release only: this also builds target/release/cutover-wasm, with the same

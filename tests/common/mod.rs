@@ -1,0 +1,256 @@
+//! Shared helpers for the integration tests: running the built binary, real kpt, package
+//! copies with git diffs, and schema checks of emitted objects.
+#![allow(dead_code)] // each test crate uses a different subset
+
+pub mod crd;
+pub mod k8s;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_yaml::Value;
+
+/// What a process did.
+#[derive(Debug)]
+pub struct Run {
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+    pub code: i32,
+}
+
+impl Run {
+    pub fn stdout_str(&self) -> &str {
+        std::str::from_utf8(&self.stdout).expect("stdout is UTF-8")
+    }
+    /// The stdout ResourceList, parsed.
+    pub fn resource_list(&self) -> Value {
+        serde_yaml::from_slice(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not YAML ({e}):\n{}",
+                String::from_utf8_lossy(&self.stdout)
+            )
+        })
+    }
+    /// The results written by the function.
+    pub fn results(&self) -> Vec<Value> {
+        self.resource_list()["results"]
+            .as_sequence()
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+/// Repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The function binary built by cargo for this test run.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_cutover"))
+}
+
+/// Runs the function binary with `input` on stdin.
+pub fn run_fn(input: &[u8]) -> Run {
+    run_with_stdin(Command::new(bin()), input)
+}
+
+/// Runs a command with the given stdin.
+pub fn run_with_stdin(mut cmd: Command, input: &[u8]) -> Run {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().expect("wait");
+    writer.join().unwrap();
+    Run {
+        stdout: out.stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: out.status.code().unwrap_or(-1),
+    }
+}
+
+/// Runs a command to completion.
+pub fn run_cmd(cmd: &mut Command) -> Run {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    Run {
+        stdout: out.stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: out.status.code().unwrap_or(-1),
+    }
+}
+
+/// A `kpt` command with a clean environment for deterministic output.
+pub fn kpt() -> Command {
+    let mut cmd = Command::new("kpt");
+    cmd.env("NO_COLOR", "1");
+    cmd
+}
+
+/// Copies a package directory into a fresh temporary directory (returns the guard and the path
+/// of the copy) and commits it in a throwaway git repository so changes show as a diff.
+pub fn package_copy(src: &Path) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path().join(src.file_name().unwrap());
+    copy_dir(src, &dst);
+    git(&dst, &["init", "-q"]);
+    git(&dst, &["add", "-A"]);
+    git(
+        &dst,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "input",
+            "--allow-empty",
+        ],
+    );
+    (tmp, dst)
+}
+
+/// `git add -A && git diff --cached` in a package copy, then commits, so the next call shows only
+/// later changes.
+pub fn diff_and_commit(dir: &Path) -> String {
+    git(dir, &["add", "-A"]);
+    let diff = git(
+        dir,
+        &[
+            "diff",
+            "--cached",
+            "--no-color",
+            "--no-ext-diff",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
+        ],
+    );
+    git(
+        dir,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "run",
+            "--allow-empty",
+        ],
+    );
+    diff
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Recursive copy.
+pub fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for entry in std::fs::read_dir(src).unwrap() {
+        let entry = entry.unwrap();
+        let to = dst.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &to);
+        } else {
+            std::fs::copy(entry.path(), &to).unwrap();
+        }
+    }
+}
+
+/// Every document of every YAML file below `dir` (skipping `.expected`), with its relative path.
+pub fn package_objects(dir: &Path) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Value)>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            continue;
+        }
+        if path.is_dir() {
+            walk(root, &path, out);
+        } else if name.ends_with(".yaml") || name.ends_with(".yml") || name == "Kptfile" {
+            let rel = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let text = std::fs::read_to_string(&path).unwrap();
+            for doc in serde_yaml::Deserializer::from_str(&text) {
+                let v = Value::deserialize_any(doc);
+                if !v.is_null() {
+                    out.push((rel.clone(), v));
+                }
+            }
+        }
+    }
+}
+
+trait DeserializeAny {
+    fn deserialize_any(de: serde_yaml::Deserializer<'_>) -> Value;
+}
+
+impl DeserializeAny for Value {
+    fn deserialize_any(de: serde_yaml::Deserializer<'_>) -> Value {
+        serde::Deserialize::deserialize(de).expect("YAML document")
+    }
+}
+
+/// A ResourceList text with the given items (YAML strings) and function config.
+pub fn resource_list(items: &[&str], function_config: Option<&str>) -> String {
+    let mut s = String::from("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n");
+    if items.is_empty() {
+        s.push_str("items: []\n");
+    } else {
+        s.push_str("items:\n");
+        for item in items {
+            s.push_str(&indent_item(item));
+        }
+    }
+    if let Some(fc) = function_config {
+        s.push_str("functionConfig:\n");
+        for line in fc.lines() {
+            s.push_str(&format!("  {line}\n"));
+        }
+    }
+    s
+}
+
+fn indent_item(item: &str) -> String {
+    let mut out = String::new();
+    for (i, line) in item.lines().enumerate() {
+        out.push_str(if i == 0 { "- " } else { "  " });
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
