@@ -157,3 +157,39 @@ pub fn summary(output: &Output) -> (Option<i32>, String, String) {
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
 }
+
+/// A kpt package with the functionConfig file to evaluate it with.
+pub struct Package {
+    /// The package directory.
+    pub dir: PathBuf,
+    /// The `--fn-config` file.
+    pub fn_config: PathBuf,
+}
+
+/// Every `examples/*/` package (with the `fn-config.yaml` next to its resources, or in
+/// `.expected/`) and the host's own fixture package; at least the fixture.
+pub fn packages() -> Vec<Package> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root().join("examples"))
+        .map(|d| d.map(|e| e.expect("directory entry").path()).collect())
+        .unwrap_or_default();
+    dirs.sort();
+    let mut packages: Vec<Package> = dirs
+        .into_iter()
+        .filter(|dir| dir.join("Kptfile").is_file())
+        .filter_map(|dir| {
+            let fn_config = [
+                dir.join("fn-config.yaml"),
+                dir.join(".expected/fn-config.yaml"),
+            ]
+            .into_iter()
+            .find(|p| p.is_file())?;
+            Some(Package { dir, fn_config })
+        })
+        .collect();
+    let fixtures = root().join("wasm-host/tests/fixtures");
+    packages.push(Package {
+        dir: fixtures.join("package"),
+        fn_config: fixtures.join("fn-config.yaml"),
+    });
+    packages
+}

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::{native, root, run, run_host, shared_cache};
+use crate::common::{native, packages, root, run, run_host, shared_cache};
 
 /// One test input: a name for messages and the ResourceList bytes.
 struct Input {
@@ -12,37 +12,32 @@ struct Input {
     bytes: Vec<u8>,
 }
 
-/// `examples/<name>/` packages as kpt hands them to a function (with the example's fn-config
-/// when it has one), the host's own fixture package, and every `tests/inputs/*/*.yaml`.
+/// Every package of [`common::packages`] as kpt hands it to a function, every ready-made
+/// `examples/*/resourcelist.yaml`, and every `tests/inputs/*/*.yaml`.
 fn inputs() -> Vec<Input> {
-    let mut inputs = Vec::new();
-    let mut packages: Vec<PathBuf> = sorted_entries(&root().join("examples"))
+    let mut inputs: Vec<Input> = packages()
         .into_iter()
-        .filter(|p| p.is_dir())
+        .map(|p| Input {
+            name: p.dir.display().to_string(),
+            bytes: kpt_source(&p.dir, &p.fn_config),
+        })
         .collect();
-    packages.push(root().join("wasm-host/tests/fixtures/package"));
-    for package in packages {
-        let fn_config = [
-            package.join(".expected/fn-config.yaml"),
-            package.with_file_name("fn-config.yaml"),
-        ]
+    let mut files: Vec<PathBuf> = sorted_entries(&root().join("examples"))
         .into_iter()
-        .find(|p| p.is_file());
-        inputs.push(Input {
-            name: package.display().to_string(),
-            bytes: kpt_source(&package, fn_config.as_deref()),
-        });
-    }
+        .map(|dir| dir.join("resourcelist.yaml"))
+        .filter(|file| file.is_file())
+        .collect();
     for group in sorted_entries(&root().join("tests/inputs")) {
-        for file in sorted_entries(&group) {
-            if file.extension().is_some_and(|e| e == "yaml") {
-                inputs.push(Input {
-                    name: file.display().to_string(),
-                    bytes: std::fs::read(&file).expect("read input"),
-                });
-            }
-        }
+        files.extend(
+            sorted_entries(&group)
+                .into_iter()
+                .filter(|file| file.extension().is_some_and(|e| e == "yaml")),
+        );
     }
+    inputs.extend(files.into_iter().map(|file| Input {
+        name: file.display().to_string(),
+        bytes: std::fs::read(&file).expect("read input"),
+    }));
     inputs
 }
 
@@ -55,13 +50,12 @@ fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The ResourceList kpt would give a function for `package`.
-fn kpt_source(package: &Path, fn_config: Option<&Path>) -> Vec<u8> {
-    let mut command = Command::new("kpt");
-    command.args(["fn", "source"]).arg(package);
-    if let Some(config) = fn_config {
-        command.arg("--fn-config").arg(config);
-    }
-    let out = command
+fn kpt_source(package: &Path, fn_config: &Path) -> Vec<u8> {
+    let out = Command::new("kpt")
+        .args(["fn", "source"])
+        .arg(package)
+        .arg("--fn-config")
+        .arg(fn_config)
         .output()
         .expect("kpt is needed for the parity test (scripts/install-deps.sh checks for it)");
     assert!(
