@@ -1,14 +1,23 @@
 #!/usr/bin/env python3
-"""Writes a large ResourceList for benchmarks: N copies of a small sylva-like package
-(Service, Deployment, ConfigMap per copy) and a LoadBalancerAnnouncer config.
+"""Writes a large ResourceList for benchmarks: N copies of a small package (Service,
+Deployment, ConfigMap per copy), appended to the items of BASE when given (a ResourceList as
+`kpt fn source PKG --fn-config FILE` writes it, so that a real mode runs on a large input),
+else with a LoadBalancerAnnouncer config.
 
-Usage: benches/gen-large-input.py [N] > large.yaml   (default N=3000, about 9000 items)
+Usage: benches/gen-large-input.py [N] [BASE] > large.yaml   (default N=3000, ~9000 items)
 """
 import sys
 
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
+base = open(sys.argv[2]).read() if len(sys.argv) > 2 else None
 out = sys.stdout
-out.write("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n")
+if base is None:
+    out.write("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n")
+else:
+    head, sep, tail = base.partition("\nitems:\n")
+    if not sep:
+        sys.exit("BASE has no top-level block `items:` list")
+    out.write(head + sep)
 for i in range(n):
     ns = f"tenant-{i % 50}"
     out.write(f"""- apiVersion: v1
@@ -67,6 +76,9 @@ for i in range(n):
       replicas: 2
       note: "entry {i} with unicode é ü"
 """)
+if base is not None:
+    out.write(tail)
+    sys.exit(0)
 out.write("""functionConfig:
   apiVersion: fn.cutover.dev/v1alpha1
   kind: LoadBalancerAnnouncer

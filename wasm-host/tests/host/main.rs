@@ -3,6 +3,7 @@
 
 mod cli_and_cache;
 mod common;
+mod docs;
 mod kpt;
 mod parity;
 mod sandbox;
