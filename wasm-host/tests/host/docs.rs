@@ -9,7 +9,11 @@ fn function_yaml_and_docs_describe_the_wasm_runtime() {
         .lines()
         .filter(|l| l.trim() == "- bin: cutover-wasm")
         .collect();
-    assert_eq!(entries.len(), 1, "function.yaml needs an exec platform for cutover-wasm");
+    assert_eq!(
+        entries.len(),
+        1,
+        "function.yaml needs an exec platform for cutover-wasm"
+    );
 
     let docs = std::fs::read_to_string(root().join("docs/wasm.md")).unwrap();
     let help = String::from_utf8(run(&host(), &["--help"], &[], b"").stdout).unwrap();
