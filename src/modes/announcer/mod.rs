@@ -183,6 +183,57 @@ fn as_plan(outcome: Outcome, items: &[Value]) -> Outcome {
     }
 }
 
+/// Info result describing a Service rewrite: the keys added, changed and removed.
+fn service_change(old: &Value, new: &Value, phase: Phase, pool_label: &str) -> KrmResult {
+    let map = |v: &Value, key: &str| -> BTreeMap<String, String> {
+        v.get("metadata")
+            .and_then(|m| m.get(key))
+            .and_then(Value::as_mapping)
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.as_str()?.to_owned(), v.as_str()?.to_owned())))
+            .filter(|(k, _)| !is_orchestrator_annotation(k))
+            .collect()
+    };
+    let (old_ann, new_ann) = (map(old, "annotations"), map(new, "annotations"));
+    let mut set = Mapping::new();
+    for (k, v) in &new_ann {
+        if old_ann.get(k) != Some(v) {
+            set.insert(k.as_str().into(), v.as_str().into());
+        }
+    }
+    let removed: Vec<&str> = old_ann
+        .keys()
+        .filter(|k| !new_ann.contains_key(*k))
+        .map(String::as_str)
+        .collect();
+    let mut parts = Vec::new();
+    if !set.is_empty() {
+        parts.push(format!(
+            "annotations set: {}",
+            set.keys().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    if let Some(label) = map(new, "labels").get(pool_label)
+        && map(old, "labels").get(pool_label) != Some(label)
+    {
+        parts.push(format!("label {pool_label}={label}"));
+    }
+    if !removed.is_empty() {
+        parts.push(format!("MetalLB annotations removed: {}", removed.join(", ")));
+    } else if phase == Phase::Prepare {
+        parts.push("MetalLB annotations kept until phase cutover".into());
+    }
+    let r = KrmResult::info(format!("Service rewritten for Cilium LB-IPAM: {}", parts.join("; ")))
+        .about(old)
+        .field("metadata.annotations");
+    if set.is_empty() {
+        r
+    } else {
+        r.proposed(Value::Mapping(set))
+    }
+}
+
 fn strip_orchestrator(item: &mut Value) {
     if let Some(meta) = item.get_mut("metadata").and_then(Value::as_mapping_mut) {
         let mut empty = false;
@@ -325,16 +376,7 @@ impl<'a> Cutover<'a> {
             if let Some(new) =
                 services::rewrite(&self.items[plan.index], plan, self.phase, &pool_label)
             {
-                self.results.push(
-                    KrmResult::info(match self.phase {
-                        Phase::Prepare => "Service annotated for Cilium LB-IPAM (MetalLB annotations kept until phase cutover)",
-                        Phase::Cutover => "Service annotated for Cilium LB-IPAM, MetalLB annotations removed",
-                    })
-                    .about(&self.items[plan.index])
-                    .field("metadata")
-                    .current(self.items[plan.index].get("metadata").cloned().unwrap_or(Value::Null))
-                    .proposed(new.get("metadata").cloned().unwrap_or(Value::Null)),
-                );
+                self.results.push(service_change(&self.items[plan.index], &new, self.phase, &pool_label));
                 self.replace(plan.index, new);
             }
         }
@@ -556,14 +598,15 @@ impl<'a> Cutover<'a> {
             .collect();
         let _ = tr;
         let Some(release) = self.inv.cilium.first() else {
-            self.results.push(self.about_config(KrmResult::warning(format!(
+            // No resourceRef: the same warning must read the same whichever config form is used.
+            self.results.push(KrmResult::warning(format!(
                 "no Cilium HelmRelease or HelmChart among the items: set these Cilium values yourself before \
                  phase cutover: kubeProxyReplacement=true, l2announcements.enabled=true, \
                  k8sClientRateLimit.qps>={} and burst>={} ({services} LoadBalancer Services, one lease each), \
                  and devices covering the announced interfaces",
                 version.default_rate_limit().0 + (services as u64).div_ceil(self.renew_secs()),
                 2 * (version.default_rate_limit().0 + (services as u64).div_ceil(self.renew_secs()))
-            ))));
+            )));
             return;
         };
         let Some(item) = self.current(release.index).cloned() else {
@@ -638,18 +681,19 @@ impl<'a> Cutover<'a> {
                  or both will answer ARP",
             );
             let r = if self.phase == Phase::Prepare && !self.plan_mode {
-                KrmResult {
+                self.about_config(KrmResult {
                     severity: Severity::Error,
                     message: "phase prepare stops the MetalLB speaker, but no MetalLB installation (HelmRelease, \
                               HelmChart, Flux Kustomization or speaker DaemonSet) is among the items: stop it by \
                               other means, then run phase cutover"
                         .into(),
                     ..r
-                }
+                })
+                .field("spec.phase")
             } else {
                 r
             };
-            self.results.push(self.about_config(r));
+            self.results.push(r);
             return;
         }
         for inst in &self.inv.install {
