@@ -41,8 +41,8 @@ pub struct IpPool {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IpPoolSpec {
-    /// `Yes`/`No`; set explicitly whenever a `cidr` block is emitted (the default flipped from
-    /// `No` to `Yes` in 1.16).
+    /// `Yes`/`No`. cutover never sets it (CIDRs are emitted only where the default `Yes`
+    /// applies); read back for the coverage proof.
     #[serde(
         rename = "allowFirstLastIPs",
         default,

@@ -76,10 +76,9 @@ pub fn pools(
             );
             continue;
         }
-        let Some(blocks) = blocks_of(pool, item, out, results) else {
+        let Some(blocks) = blocks_of(pool, item, version, out, results) else {
             continue;
         };
-        let has_cidr = blocks.iter().any(|b| b.cidr.is_some());
         let mut exprs = Vec::new();
         if !pool.auto_assign() {
             // autoAssign: false → only Services that asked for this pool.
@@ -119,7 +118,9 @@ pub fn pools(
         }
         let sel = selector::normalized(sel);
         let spec = IpPoolSpec {
-            allow_first_last_ips: has_cidr.then(|| "Yes".to_owned()),
+            // Never emitted: `Yes`/`No` unquoted are booleans to YAML 1.1 readers (kubectl,
+            // Flux), and ranges make the field unnecessary (see `blocks_of`).
+            allow_first_last_ips: None,
             blocks,
             service_selector: (!selector::is_empty(&sel)).then_some(sel),
         };
@@ -147,6 +148,7 @@ pub fn pools(
 fn blocks_of(
     pool: &Pool,
     item: &Value,
+    version: &CiliumVersion,
     out: &mut Translated,
     results: &mut Vec<KrmResult>,
 ) -> Option<Vec<Block>> {
@@ -177,6 +179,12 @@ fn blocks_of(
         }
         out.intervals.push((addr.interval(), pool.index));
         blocks.push(match addr {
+            // MetalLB hands out every address of a CIDR, first and last included; so does
+            // Cilium from 1.16 (allowFirstLastIPs defaults to Yes). Before 1.16 the default was
+            // No, so the CIDR becomes the equivalent range, which never reserves addresses.
+            MetalLbAddress::Cidr { interval, .. } if !version.first_last_allowed_by_default() => {
+                range_block(*interval)
+            }
             MetalLbAddress::Cidr { interval, prefix } => Block {
                 cidr: Some(format!(
                     "{}/{prefix}",

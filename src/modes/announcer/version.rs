@@ -65,6 +65,11 @@ impl CiliumVersion {
         self.at_least(1, 16)
     }
 
+    /// `allowFirstLastIPs` defaults to `Yes` from 1.16 (it was `No` in 1.15).
+    pub fn first_last_allowed_by_default(&self) -> bool {
+        self.at_least(1, 16)
+    }
+
     /// L2 announcements exist from 1.14.
     pub fn has_l2_announcements(&self) -> bool {
         self.at_least(1, 14)
