@@ -60,7 +60,7 @@ pub fn run(
         }
     };
     if announcer != Announcer::Cilium {
-        outcome = as_plan(outcome, items);
+        outcome = as_plan(outcome);
     }
     outcome
 }
@@ -125,7 +125,7 @@ fn name(a: Announcer) -> &'static str {
 /// `cilium` would do, and errors become warnings tagged `planSeverity: error` — MetalLB stays in
 /// charge, so a pipeline that runs the platform default must not fail on a cutover nobody asked
 /// for, yet the reviewer sees exactly what blocks it.
-fn as_plan(outcome: Outcome, items: &[Value]) -> Outcome {
+fn as_plan(outcome: Outcome) -> Outcome {
     let mut results = Vec::new();
     for mut r in outcome.results {
         if r.severity == Severity::Error {
@@ -135,6 +135,15 @@ fn as_plan(outcome: Outcome, items: &[Value]) -> Outcome {
         r.message = format!("plan: {}", r.message);
         r.tags.insert("plan".into(), "true".into());
         results.push(r);
+    }
+    if !outcome.edits.is_empty() {
+        results.push(
+            KrmResult::info(
+                "plan: announcer cilium applies this in two phases: prepare (speaker stopped, pools, Service \
+                 annotations, Cilium values) then cutover (L2 policies, MetalLB removed)",
+            )
+            .tag("plan", "true"),
+        );
     }
     for edit in outcome.edits {
         let r = match edit {
@@ -150,30 +159,8 @@ fn as_plan(outcome: Outcome, items: &[Value]) -> Outcome {
                 .field("spec")
                 .proposed(shown.get("spec").cloned().unwrap_or(Value::Null))
             }
-            Edit::Replace { index, item } => {
-                let r = KrmResult::info(format!(
-                    "plan: announcer cilium would change {} {}",
-                    item.kind(),
-                    item.name()
-                ))
-                .about(&items[index]);
-                match (items[index].get("metadata"), item.get("metadata")) {
-                    (a, b) if a != b => r
-                        .field("metadata")
-                        .current(a.cloned().unwrap_or(Value::Null))
-                        .proposed(b.cloned().unwrap_or(Value::Null)),
-                    _ => r
-                        .field("spec")
-                        .current(items[index].get("spec").cloned().unwrap_or(Value::Null))
-                        .proposed(item.get("spec").cloned().unwrap_or(Value::Null)),
-                }
-            }
-            Edit::Remove { index } => KrmResult::info(format!(
-                "plan: announcer cilium would remove {} {}",
-                items[index].kind(),
-                items[index].name()
-            ))
-            .about(&items[index]),
+            // Removals and changes are already described, item by item, by the results above.
+            Edit::Replace { .. } | Edit::Remove { .. } => continue,
         };
         results.push(r.tag("plan", "true"));
     }

@@ -266,7 +266,7 @@ pub fn cilium(
         }
         out.results.push(
             KrmResult::info(
-                "L2 announcements enabled (agents restart; no policy exists yet in phase prepare)",
+                "L2 announcements enabled (Cilium agents restart; nothing is announced until a policy exists)",
             )
             .about(item)
             .field(field("l2announcements.enabled"))
