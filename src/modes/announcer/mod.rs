@@ -61,6 +61,13 @@ pub fn run(
     };
     if announcer != Announcer::Cilium {
         outcome = as_plan(outcome);
+    } else if outcome.has_errors() {
+        // The engine applies nothing when there is an error: drop the infos that describe
+        // edits, keep errors and warnings, and say so once.
+        outcome.results.retain(|r| r.severity != Severity::Info);
+        outcome.results.push(KrmResult::info(
+            "nothing was changed: fix the errors above and run again",
+        ));
     }
     outcome
 }
