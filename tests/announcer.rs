@@ -309,35 +309,49 @@ fn platform_values_switch_selects_cilium() {
 
 #[test]
 fn running_on_its_own_output_changes_nothing() {
-    for phase in ["  phase: prepare\n", CUTOVER] {
-        let s = svc("web", "a", "10.0.0.5");
-        let first = run(&[POOL, ADV, METALLB_RUNNING, s.as_str()], &fc(phase));
-        let first = if phase == CUTOVER {
-            // cutover needs the speaker stopped: chain prepare → cutover.
-            let prepared = run(
-                &[POOL, ADV, METALLB_RUNNING, s.as_str()],
-                &fc("  phase: prepare\n"),
-            );
-            let texts: Vec<String> = output_items(&prepared)
-                .iter()
-                .map(|v| serde_yaml::to_string(v).unwrap())
-                .collect();
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            run(&refs, &fc(phase))
-        } else {
-            first
-        };
-        assert_eq!(first.code, 0, "{}", first.stderr);
+    let s = svc("web", "a", "10.0.0.5");
+    let pinned = svc("pinned", "b", "10.0.0.6").replace(
+        "metadata:\n  name: pinned\n",
+        "metadata:\n  name: pinned\n  annotations:\n    metallb.universe.tf/loadBalancerIPs: 10.0.0.6\n",
+    );
+    let mut texts: Vec<String> = [POOL, ADV, METALLB_RUNNING, s.as_str(), pinned.as_str()]
+        .iter()
+        .map(|t| (*t).to_owned())
+        .collect();
+    // The phases chain: each runs on the previous one's output, then once more on its own.
+    for phase in ["prepare", "stop-speaker", "cutover"] {
+        let config = fc(&format!("  phase: {phase}\n"));
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let first = run(&refs, &config);
+        assert_eq!(first.code, 0, "{phase}: {}", first.stderr);
         let once = output_items(&first);
-        let texts: Vec<String> = once
+        assert_ne!(once, values(&refs), "phase {phase} changed nothing");
+        texts = once
             .iter()
             .map(|v| serde_yaml::to_string(v).unwrap())
             .collect();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let second = run(&refs, &fc(phase));
-        assert_eq!(second.code, 0, "{}", second.stderr);
-        assert_eq!(output_items(&second), once, "phase {phase}");
+        let second = run(&refs, &config);
+        assert_eq!(second.code, 0, "{phase}: {}", second.stderr);
+        assert_eq!(
+            output_items(&second),
+            once,
+            "phase {phase} is not idempotent"
+        );
     }
+    let kinds: Vec<String> = values(&texts.iter().map(String::as_str).collect::<Vec<_>>())
+        .iter()
+        .map(|v| v["kind"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "Service",
+            "Service",
+            "CiliumLoadBalancerIPPool",
+            "CiliumL2AnnouncementPolicy"
+        ]
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -538,10 +552,12 @@ fn cutover_while_the_speaker_runs_is_an_error() {
 }
 
 #[test]
-fn prepare_without_a_metallb_installation_is_an_error() {
+fn stop_speaker_without_a_metallb_installation_is_an_error() {
     let items = [POOL, ADV];
+    // Phase prepare does not touch MetalLB, so it runs without the installation.
+    assert_eq!(run(&items, &fc("  phase: prepare\n")).code, 0);
     assert_error(
-        &run(&items, &fc("  phase: prepare\n")),
+        &run(&items, &fc("  phase: stop-speaker\n")),
         &items,
         "LoadBalancerAnnouncer",
         "announcer",

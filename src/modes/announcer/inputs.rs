@@ -25,7 +25,7 @@ pub const METALLB_CLASS: &str = "metallb.io/metallb";
 /// MetalLB kinds that belong to its BGP mode (out of scope).
 pub const BGP_KINDS: &[&str] = &["BGPPeer", "BGPAdvertisement", "BFDProfile", "Community"];
 /// Label key/value cutover sets as a node selector to keep a MetalLB speaker DaemonSet off every
-/// node (phase `prepare`, for installs that are not Helm releases).
+/// node (phase `stop-speaker`, for installs that are not Helm releases).
 pub const SPEAKER_OFF: (&str, &str) = ("cutover.dev/metallb-speaker", "disabled");
 
 /// `metallb.io/v1beta1` IPAddressPool `spec`.

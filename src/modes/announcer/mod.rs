@@ -146,8 +146,8 @@ fn as_plan(outcome: Outcome) -> Outcome {
     if !outcome.edits.is_empty() {
         results.push(
             KrmResult::info(
-                "plan: announcer cilium applies this in two phases: prepare (speaker stopped, pools, Service \
-                 annotations, Cilium values) then cutover (L2 policies, MetalLB removed)",
+                "plan: announcer cilium applies this in three phases: prepare (pools, Service annotations, \
+                 Cilium values), stop-speaker (MetalLB speaker stopped), cutover (L2 policies, MetalLB removed)",
             )
             .tag("plan", "true"),
         );
@@ -221,7 +221,7 @@ fn service_change(old: &Value, new: &Value, phase: Phase, pool_label: &str) -> K
             "MetalLB annotations removed: {}",
             removed.join(", ")
         ));
-    } else if phase == Phase::Prepare {
+    } else if phase != Phase::Cutover {
         parts.push("MetalLB annotations kept until phase cutover".into());
     }
     let r = KrmResult::info(format!(
@@ -398,10 +398,15 @@ impl<'a> Cutover<'a> {
         self.results.extend(proof);
         if self.phase == Phase::Cutover {
             self.remove_metallb();
+        } else if self.phase == Phase::Prepare {
+            self.results.push(KrmResult::info(
+                "phase prepare: apply, check that every Service kept its IP and Cilium imported it \
+                 (IPAMRequestSatisfied), then run again with phase: stop-speaker",
+            ));
         } else {
             self.results.push(KrmResult::info(
-                "phase prepare: apply and verify (MetalLB speaker gone, pools present, Service IPs unchanged), \
-                 then run again with phase: cutover",
+                "phase stop-speaker: apply, wait until no speaker pod runs, then apply phase: cutover at once \
+                 (nobody answers ARP in between)",
             ));
         }
         self.finish()
@@ -668,7 +673,7 @@ impl<'a> Cutover<'a> {
             .unwrap_or(values::DEFAULT_RENEW_SECS)
     }
 
-    /// Phase prepare stops the speaker; phase cutover refuses to run while it still runs.
+    /// Phase stop-speaker stops the speaker; phase cutover refuses to run while it still runs.
     fn speaker(&mut self) {
         let bearing: Vec<(usize, Option<bool>)> = self
             .inv
@@ -688,10 +693,14 @@ impl<'a> Cutover<'a> {
                  among the items: stop the MetalLB speaker yourself before Cilium L2 policies are applied, \
                  or both will answer ARP",
             );
-            let r = if self.phase == Phase::Prepare && !self.plan_mode {
+            if self.phase == Phase::Prepare {
+                // Phase prepare does not touch MetalLB.
+                return;
+            }
+            let r = if self.phase == Phase::StopSpeaker && !self.plan_mode {
                 self.about_config(KrmResult {
                     severity: Severity::Error,
-                    message: "phase prepare stops the MetalLB speaker, but no MetalLB installation (HelmRelease, \
+                    message: "phase stop-speaker stops the MetalLB speaker, but no MetalLB installation (HelmRelease, \
                               HelmChart, Flux Kustomization or speaker DaemonSet) is among the items: stop it by \
                               other means, then run phase cutover"
                         .into(),
@@ -707,7 +716,8 @@ impl<'a> Cutover<'a> {
         for inst in &self.inv.install {
             let item = &self.items[inst.index];
             match self.phase {
-                Phase::Prepare => {
+                Phase::Prepare => {}
+                Phase::StopSpeaker => {
                     if let Some((new, field, what)) = values::stop_speaker(item, inst) {
                         self.results.push(
                             KrmResult::info(format!("MetalLB speaker stopped: {what}"))
@@ -722,7 +732,7 @@ impl<'a> Cutover<'a> {
                         self.results.push(
                             KrmResult::error(
                                 "the MetalLB speaker still runs: a single apply creates the Cilium L2 policies before it \
-                                 prunes MetalLB, so both would answer ARP. Run phase prepare first, apply it, then phase cutover",
+                                 prunes MetalLB, so both would answer ARP. Run phase stop-speaker first, apply it, then phase cutover",
                             )
                             .about(item)
                             .field("spec"),

@@ -268,7 +268,7 @@ fn mapping_at<'a>(root: &'a mut Value, keys: &[&str]) -> Option<&'a mut Mapping>
 }
 
 /// Applies a plan to a copy of the Service item. In phase `cutover` the MetalLB annotations go;
-/// in `prepare` they stay (the MetalLB controller still runs and must keep its view). Returns
+/// before it they stay (the MetalLB controller still runs and must keep its view). Returns
 /// `None` when nothing changes.
 pub fn rewrite(item: &Value, plan: &ServicePlan, phase: Phase, pool_label: &str) -> Option<Value> {
     let mut out = item.clone();

@@ -1,4 +1,4 @@
-//! Helm values edits: stopping the MetalLB speaker (phase `prepare`) and enabling Cilium's L2
+//! Helm values edits: stopping the MetalLB speaker (phase `stop-speaker`) and enabling Cilium's L2
 //! announcements with a client rate limit sized for one lease per Service.
 
 use serde_yaml::{Mapping, Value};
