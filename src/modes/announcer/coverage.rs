@@ -66,15 +66,26 @@ fn metallb_admits(pool: &Pool, svc: &LbService, inv: &Inventory) -> Option<bool>
     Some(ns_ok && svc_ok)
 }
 
+/// `metadata.labels` of an item as read by a selector.
+pub fn labels_of(item: &Value) -> Labels {
+    item.get("metadata")
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_mapping)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| Some((k.as_str()?.to_owned(), v.as_str()?.to_owned())))
+        .collect()
+}
+
 /// Runs the proof. `pools`/`policies` are the emitted objects; `after_labels(plan)` gives the
-/// Service's labels after the rewrite.
+/// labels of the Service item as rewritten (read from the edited YAML, not from the plan).
 pub fn prove(
     inv: &Inventory,
     items: &[Value],
     plans: &[ServicePlan],
     pools: &[IpPool],
     policies: &[L2Policy],
-    after_items: &dyn Fn(&ServicePlan) -> Value,
+    after_labels: &dyn Fn(&ServicePlan) -> Labels,
 ) -> Vec<KrmResult> {
     let mut results = Vec::new();
     let mut sink = Vec::new();
@@ -138,15 +149,7 @@ pub fn prove(
     for plan in plans {
         let svc = &inv.services[plan.service];
         let item = &items[plan.index];
-        let after = after_items(plan);
-        let mut labels: Labels = after
-            .get("metadata")
-            .and_then(|m| m.get("labels"))
-            .and_then(Value::as_mapping)
-            .into_iter()
-            .flatten()
-            .filter_map(|(k, v)| Some((k.as_str()?.to_owned(), v.as_str()?.to_owned())))
-            .collect();
+        let mut labels = after_labels(plan);
         let before_labels = svc.labels();
         labels.insert(SVC_NAMESPACE_LABEL.into(), svc.namespace().to_owned());
         labels.insert(SVC_NAME_LABEL.into(), svc.name().to_owned());

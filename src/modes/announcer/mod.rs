@@ -375,24 +375,35 @@ impl<'a> Cutover<'a> {
         }
         // Services.
         let pool_label = self.spec.pool_label.clone();
+        let mut rewritten = 0usize;
         for plan in &plans {
             if let Some(new) =
                 services::rewrite(&self.items[plan.index], plan, self.phase, &pool_label)
             {
-                self.results.push(service_change(
-                    &self.items[plan.index],
-                    &new,
-                    self.phase,
-                    &pool_label,
-                ));
+                rewritten += 1;
+                if rewritten <= coverage::MAX_SERVICE_LINES {
+                    self.results.push(service_change(
+                        &self.items[plan.index],
+                        &new,
+                        self.phase,
+                        &pool_label,
+                    ));
+                }
                 self.replace(plan.index, new);
             }
         }
-        // Coverage, always against the final state (Cutover rewrite, all policies).
-        let items = self.items;
-        let after = |plan: &services::ServicePlan| {
-            services::rewrite(&items[plan.index], plan, Phase::Cutover, &pool_label)
-                .unwrap_or_else(|| items[plan.index].clone())
+        if rewritten > coverage::MAX_SERVICE_LINES {
+            self.results.push(KrmResult::info(format!(
+                "{rewritten} Services rewritten for Cilium LB-IPAM ({} listed above)",
+                coverage::MAX_SERVICE_LINES
+            )));
+        }
+        // Coverage, always against the final state (all pools and policies; the labels, which
+        // every phase writes the same way, read back from the rewritten Services).
+        let (items, changed) = (self.items, &self.changed);
+        let after = |plan: &services::ServicePlan| match changed.get(&plan.index) {
+            Some(Some(v)) => coverage::labels_of(v),
+            _ => coverage::labels_of(&items[plan.index]),
         };
         let proof = coverage::prove(self.inv, self.items, &plans, &pools, &policies, &after);
         self.results.extend(proof);

@@ -69,8 +69,10 @@ fn fixture() -> Fixture {
 
 fn prove(f: &Fixture) -> Vec<KrmResult> {
     let after = |plan: &ServicePlan| {
-        services::rewrite(&f.items[plan.index], plan, Phase::Cutover, LABEL)
-            .unwrap_or_else(|| f.items[plan.index].clone())
+        coverage::labels_of(
+            &services::rewrite(&f.items[plan.index], plan, Phase::Cutover, LABEL)
+                .unwrap_or_else(|| f.items[plan.index].clone()),
+        )
     };
     coverage::prove(&f.inv, &f.items, &f.plans, &f.pools, &f.policies, &after)
 }
