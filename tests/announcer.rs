@@ -722,3 +722,19 @@ fn coverage_summary_counts_every_service() {
         .iter()
         .any(|m| m == "coverage: 5 of 5 LoadBalancer Services served by MetalLB keep their IP, pool, announcing nodes and interfaces"));
 }
+
+#[test]
+fn services_of_another_service_proxy_are_an_error() {
+    let s = svc("vm", "tenant", "10.0.0.5").replace(
+        "  namespace: tenant\n",
+        "  namespace: tenant\n  labels:\n    service.kubernetes.io/service-proxy-name: cozy-proxy\n",
+    );
+    let items = [POOL, ADV, METALLB_STOPPED, s.as_str()];
+    assert_error(
+        &run(&items, &fc(CUTOVER)),
+        &items,
+        "Service",
+        "vm",
+        "metadata.labels.service.kubernetes.io/service-proxy-name",
+    );
+}
