@@ -738,3 +738,111 @@ fn services_of_another_service_proxy_are_an_error() {
         "metadata.labels.service.kubernetes.io/service-proxy-name",
     );
 }
+
+#[test]
+fn malformed_metallb_objects_are_errors_naming_the_field() {
+    let bad = POOL.replace(
+        "  addresses:\n    - 10.0.0.0/24\n",
+        "  addresses: 10.0.0.0/24\n",
+    );
+    let items = [bad.as_str(), ADV, METALLB_STOPPED];
+    assert_error(
+        &run(&items, &fc(CUTOVER)),
+        &items,
+        "IPAddressPool",
+        "pool-a",
+        "spec.addresses",
+    );
+    let bad_op = format!(
+        "{ADV}spec:\n  ipAddressPoolSelectors:\n    - matchExpressions:\n        - key: a\n          operator: Gt\n          values: ['1']\n"
+    );
+    let items = [POOL, bad_op.as_str(), METALLB_STOPPED];
+    assert_error(
+        &run(&items, &fc(CUTOVER)),
+        &items,
+        "L2Advertisement",
+        "adv",
+        "spec.ipAddressPoolSelectors[0]",
+    );
+    let long = POOL.replace("pool-a", &"p".repeat(64));
+    let items = [long.as_str(), ADV, METALLB_STOPPED];
+    assert_error(
+        &run(&items, &fc(CUTOVER)),
+        &items,
+        "IPAddressPool",
+        &"p".repeat(64),
+        "metadata.name",
+    );
+}
+
+#[test]
+fn address_pool_naming_an_unknown_pool_is_an_error() {
+    let s = svc("web", "a", "10.0.0.5").replace(
+        "metadata:\n  name: web\n",
+        "metadata:\n  name: web\n  annotations:\n    metallb.io/address-pool: nope\n",
+    );
+    let items = [POOL, ADV, METALLB_STOPPED, s.as_str()];
+    assert_error(
+        &run(&items, &fc(CUTOVER)),
+        &items,
+        "Service",
+        "web",
+        "metadata.annotations",
+    );
+}
+
+#[test]
+fn conflicting_or_invalid_platform_switches_are_errors() {
+    let cm = |name: &str, value: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  networking.loadBalancerAnnouncer: {value}\n"
+        )
+    };
+    let config = "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata:\n  name: a\nspec:\n  ciliumVersion: 1.18.4\n";
+    let (a, b) = (cm("a", "metallb"), cm("b", "cilium"));
+    let items = [POOL, ADV, METALLB_STOPPED, a.as_str(), b.as_str()];
+    assert_error(
+        &run(&items, config),
+        &items,
+        "ConfigMap",
+        "b",
+        "networking.loadBalancerAnnouncer",
+    );
+    let c = cm("c", "kube-vip");
+    let items = [POOL, ADV, METALLB_STOPPED, c.as_str()];
+    assert_error(
+        &run(&items, config),
+        &items,
+        "ConfigMap",
+        "c",
+        "networking.loadBalancerAnnouncer",
+    );
+}
+
+#[test]
+fn two_cilium_releases_or_a_pre_l2_cilium_are_errors() {
+    let rel = |name: &str, version: &str| {
+        format!(
+            "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: {name}\n  namespace: kube-system\nspec:\n  chart:\n    spec:\n      chart: cilium\n      version: {version}\n  values:\n    kubeProxyReplacement: true\n"
+        )
+    };
+    let config = "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata:\n  name: a\nspec:\n  announcer: cilium\n  phase: cutover\n";
+    let (a, b) = (rel("cilium", "1.18.4"), rel("cilium-2", "1.18.4"));
+    let items = [POOL, ADV, METALLB_STOPPED, a.as_str(), b.as_str()];
+    assert_error(
+        &run(&items, config),
+        &items,
+        "HelmRelease",
+        "cilium-2",
+        "spec.chart",
+    );
+    let old = rel("cilium", "1.13.9");
+    let items = [POOL, ADV, METALLB_STOPPED, old.as_str()];
+    assert_error(
+        &run(&items, config),
+        &items,
+        "HelmRelease",
+        "cilium",
+        "spec.chart.spec.version",
+    );
+}

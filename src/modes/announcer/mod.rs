@@ -36,7 +36,10 @@ pub fn run(
     function_config: Option<&Value>,
 ) -> Outcome {
     let (inv, mut results) = inputs::read(items);
-    let announcer = resolve_announcer(spec, &inv, items, &mut results);
+    // Errors in the switch itself stay errors even in plan mode: the run cannot tell which
+    // announcer is wanted.
+    let mut switch_errors = Vec::new();
+    let announcer = resolve_announcer(spec, &inv, items, &mut switch_errors);
     let mut outcome = if inv.pools.is_empty() && inv.adverts.is_empty() && inv.bgp.is_empty() {
         results.push(KrmResult::info(
             "no MetalLB IPAddressPool, L2Advertisement or BGP object among the items: nothing to migrate",
@@ -61,7 +64,10 @@ pub fn run(
     };
     if announcer != Announcer::Cilium {
         outcome = as_plan(outcome);
-    } else if outcome.has_errors() {
+    }
+    outcome.results.splice(0..0, switch_errors);
+    // Plan mode has downgraded its own errors, so only cilium-mode or switch errors remain here.
+    if outcome.has_errors() {
         // The engine applies nothing when there is an error: drop the infos that describe
         // edits, keep errors and warnings, and say so once.
         outcome.results.retain(|r| r.severity != Severity::Info);
