@@ -45,11 +45,12 @@ fn parse_values_content(item: &Value) -> Value {
         .unwrap_or_else(|| Value::Mapping(Mapping::new()))
 }
 
+/// Writes values back as YAML text with the engine's emitter, which quotes every string a YAML
+/// 1.1 reader (Helm) could take for a boolean or number.
 fn write_values_content(item: &mut Value, values: &Value) {
-    if let (Some(spec), Ok(text)) = (
-        mapping_at(item, &["spec".to_owned()]),
-        serde_yaml::to_string(values),
-    ) {
+    let mut text = String::new();
+    crate::krm::emit::emit_document(&mut text, values);
+    if let Some(spec) = mapping_at(item, &["spec".to_owned()]) {
         spec.insert(Value::from("valuesContent"), Value::from(text));
     }
 }
@@ -333,6 +334,23 @@ pub fn device_covers(device: &str, iface: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_content_keeps_yaml_1_1_strings_quoted() {
+        let item: Value = serde_yaml::from_str(
+            "apiVersion: helm.cattle.io/v1\nkind: HelmChart\nmetadata: {name: metallb}\nspec:\n  chart: metallb\n  valuesContent: |\n    mode: \"on\"\n",
+        )
+        .unwrap();
+        let install = Install {
+            index: 0,
+            kind: InstallKind::HelmChart,
+        };
+        let (out, _, _) = stop_speaker(&item, &install).unwrap();
+        let text = out["spec"]["valuesContent"].as_str().unwrap();
+        assert!(text.contains("mode: \"on\""), "{text}");
+        assert!(text.contains("enabled: false"), "{text}");
+        assert_eq!(speaker_stopped(&out, &install), Some(true));
+    }
 
     #[test]
     fn device_wildcards() {
