@@ -32,7 +32,11 @@ fn describe(set: &BTreeSet<Announcement>) -> String {
                 None => "all interfaces".to_owned(),
                 Some(s) => s.iter().cloned().collect::<Vec<_>>().join(","),
             };
-            format!("nodes {nodes} on {ifs}")
+            if nodes == "{}" {
+                format!("all nodes on {ifs}")
+            } else {
+                format!("nodes {nodes} on {ifs}")
+            }
         })
         .collect::<Vec<_>>()
         .join("; ")
