@@ -354,7 +354,7 @@ impl<'a> Cutover<'a> {
             &mut self.results,
         );
         let plans = services::plan(self.inv, self.items, &version, &mut self.results);
-        self.cilium_values(&version, plans.len(), &tr);
+        self.cilium_values(&version, plans.len());
         self.speaker();
         // Generated objects.
         let pools: Vec<cilium::IpPool> = tr.pools.iter().map(|g| g.object.clone()).collect();
@@ -609,12 +609,7 @@ impl<'a> Cutover<'a> {
         self.added.push(value);
     }
 
-    fn cilium_values(
-        &mut self,
-        version: &CiliumVersion,
-        services: usize,
-        tr: &translate::Translated,
-    ) {
+    fn cilium_values(&mut self, version: &CiliumVersion, services: usize) {
         let interfaces: Vec<(usize, Option<Vec<String>>)> = self
             .inv
             .adverts
@@ -626,7 +621,6 @@ impl<'a> Cutover<'a> {
                 )
             })
             .collect();
-        let _ = tr;
         let Some(release) = self.inv.cilium.first() else {
             // No resourceRef: the same warning must read the same whichever config form is used.
             self.results.push(KrmResult::warning(format!(

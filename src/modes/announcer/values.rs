@@ -5,7 +5,7 @@ use serde_yaml::{Mapping, Value};
 
 use super::inputs::{CiliumRelease, Install, InstallKind, SPEAKER_OFF, at};
 use super::version::CiliumVersion;
-use crate::krm::{KrmObject, KrmResult};
+use crate::krm::KrmResult;
 
 /// Cilium's default `l2announcements.leaseRenewDeadline`.
 pub const DEFAULT_RENEW_SECS: u64 = 5;
@@ -319,7 +319,6 @@ pub fn cilium(
         }
         out.edited = Some(new_item);
     }
-    let _ = item.name();
     out
 }
 
