@@ -11,9 +11,9 @@ use serde_yaml::Value;
 use super::cilium::{IpPool, L2Policy, SVC_NAME_LABEL, SVC_NAMESPACE_LABEL, interface_from_regex};
 use super::inputs::{Inventory, LbService, Pool};
 use super::ipam::{CiliumBlock, parse_ip};
+use super::policies::advertised_pools;
 use super::selector::{self, Labels, canonical};
 use super::services::ServicePlan;
-use super::translate::advertised_pools;
 use crate::krm::KrmResult;
 
 /// How many per-Service coverage lines are reported before only the summary remains.

@@ -9,7 +9,7 @@ use super::config::{LoadBalancerAnnouncerSpec, Phase};
 use super::inputs::{Inventory, MANAGED_BY};
 use super::report::{service_change, strip_orchestrator};
 use super::version::CiliumVersion;
-use super::{cilium, coverage, services, translate, values};
+use super::{cilium, coverage, policies, services, translate, values};
 use crate::krm::annotations::is_orchestrator_annotation;
 use crate::krm::object::set_file;
 use crate::krm::{Edit, KrmObject, KrmResult, Outcome};
@@ -104,7 +104,7 @@ impl<'a> Cutover<'a> {
             &mut tr,
             &mut self.results,
         );
-        translate::policies(
+        policies::policies(
             self.inv,
             self.items,
             &self.spec.pool_label,

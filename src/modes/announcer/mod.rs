@@ -13,6 +13,7 @@ mod cutover;
 mod inputs;
 mod ipam;
 mod metallb;
+mod policies;
 mod report;
 mod selector;
 mod services;
