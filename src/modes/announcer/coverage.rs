@@ -308,11 +308,19 @@ pub fn prove(
         if lines < MAX_SERVICE_LINES {
             lines += 1;
             results.push(
-                KrmResult::info(format!(
-                    "coverage: {} keeps {ips} from pool {pool_text}, announced from {} (before and after)",
-                    plan_name(svc),
-                    describe(&after_ann)
-                ))
+                KrmResult::info(if plan.ips.is_empty() {
+                    format!(
+                        "coverage: {} has no IP yet and allocates from the same pools ({pool_text}), announced from {} (before and after)",
+                        plan_name(svc),
+                        describe(&after_ann)
+                    )
+                } else {
+                    format!(
+                        "coverage: {} keeps {ips} from pool {pool_text}, announced from {} (before and after)",
+                        plan_name(svc),
+                        describe(&after_ann)
+                    )
+                })
                 .about(item)
                 .tag("check", "coverage"),
             );
