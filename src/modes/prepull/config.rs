@@ -3,7 +3,17 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 
+use super::image::ImageRef;
 use crate::config::types::Duration;
+
+/// Default frr-k8s image of Sylva 1.7 (frr-k8s v0.0.25).
+pub const DEFAULT_FRR_K8S_IMAGE: &str = "quay.io/metallb/frr-k8s:v0.0.25";
+/// Default FRR image of Sylva 1.7 (frr 10.4.3).
+pub const DEFAULT_FRR_IMAGE: &str = "quay.io/frrouting/frr:10.4.3";
+/// Default waiter image: Sylva's own `kube-job` image (kubectl + POSIX shell), which every Sylva
+/// deployment already mirrors for its kube-job units.
+pub const DEFAULT_WAITER_IMAGE: &str =
+    "registry.gitlab.com/sylva-projects/sylva-elements/container-images/kube-job:v1.2.1";
 
 /// Configuration of the MetalLB image prepull mode. Every field is optional.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -20,29 +30,42 @@ pub struct MetalLBImagePrepullSpec {
     pub values_from: Option<ValuesSource>,
     /// Name of the gated Flux Kustomization.
     pub kustomization: String,
-    /// Images to pre-pull, replacing the defaults and any chart-value overrides.
-    pub images: Option<Vec<String>>,
+    /// Images to pre-pull, replacing the defaults and any chart-value overrides. Each must be
+    /// pinned (tag other than `latest`, or digest); the MetalLB speaker image is refused.
+    pub images: Option<Vec<ImageRef>>,
+    /// Command each pre-pull init container runs in its image: a no-op that exits 0. The
+    /// default needs `/bin/sh`, which the frr-k8s and frr images (Alpine based) have.
+    pub noop_command: Vec<String>,
+    /// For images without a shell: an image with a *static* busybox at `/bin/busybox` (e.g.
+    /// the official `busybox:<version>-musl`). Its binary is copied into an emptyDir and run as
+    /// `true` in every pre-pull container, replacing `noopCommand`.
+    pub noop_image: Option<ImageRef>,
     /// Image of the long-running container of the prepull DaemonSet.
-    pub pause_image: String,
-    /// Image of the waiter Job (needs a `kubectl` binary as entrypoint-compatible command).
-    pub waiter_image: String,
+    pub pause_image: ImageRef,
+    /// Image of the waiter Job: needs `/bin/sh` and `kubectl` (default: Sylva's kube-job image).
+    pub waiter_image: ImageRef,
     /// Namespace of the DaemonSet and waiter objects.
     pub namespace: String,
     /// How long the waiter Job waits for the DaemonSet rollout.
     pub wait_timeout: Duration,
     /// What the waiter does when the rollout is not complete after `waitTimeout`.
     pub on_timeout: OnTimeout,
-    /// Flux source of the prepull unit; copied from the gated Kustomization when unset.
+    /// Flux source of the prepull unit (where the rendered payload directory is published);
+    /// copied from the gated Kustomization when unset, required for a kustomize generator call.
     pub source_ref: Option<SourceRef>,
     /// `spec.path` of the prepull Flux Kustomization and directory its payload is written to.
     pub path: String,
-    /// priorityClassName of the prepull pods.
+    /// priorityClassName of the pre-pull and waiter pods.
     pub priority_class_name: Option<String>,
-    /// Names of image pull secrets (in `namespace`) for the prepull pods.
+    /// Names of image pull secrets (in `namespace`) for the pre-pull and waiter pods (copies of
+    /// the secrets the metallb chart uses, for a private mirror).
     pub image_pull_secrets: Vec<String>,
-    /// Tolerations of the prepull pods; default tolerates every taint.
+    /// Tolerations of the pre-pull pods; default tolerates every taint, which covers every node
+    /// frr-k8s runs on (it tolerates control-plane taints).
     pub tolerations: Option<Vec<Toleration>>,
-    /// Non-root uid the prepull and waiter containers run as.
+    /// Non-root uid the prepull and waiter containers run as (the frr and frr-k8s images
+    /// default to root, so Pod Security "restricted" needs an explicit uid).
+    #[schemars(range(min = 1))]
     pub run_as_user: i64,
 }
 
@@ -54,8 +77,10 @@ impl Default for MetalLBImagePrepullSpec {
             values_from: None,
             kustomization: "metallb".into(),
             images: None,
-            pause_image: "registry.k8s.io/pause:3.10".into(),
-            waiter_image: "registry.k8s.io/kubectl:v1.34.2".into(),
+            noop_command: default_noop_command(),
+            noop_image: None,
+            pause_image: ImageRef::parse("registry.k8s.io/pause:3.10").expect("valid default"),
+            waiter_image: ImageRef::parse(DEFAULT_WAITER_IMAGE).expect("valid default"),
             namespace: "metallb-system".into(),
             wait_timeout: Duration::parse("10m").expect("valid default"),
             on_timeout: OnTimeout::Proceed,
@@ -67,6 +92,11 @@ impl Default for MetalLBImagePrepullSpec {
             run_as_user: 65534,
         }
     }
+}
+
+/// `["/bin/sh", "-c", "exit 0"]`: the no-op for images with a shell.
+pub fn default_noop_command() -> Vec<String> {
+    vec!["/bin/sh".into(), "-c".into(), "exit 0".into()]
 }
 
 /// `upgrade: auto | true | false` (booleans accepted too).

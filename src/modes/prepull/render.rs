@@ -1,0 +1,244 @@
+//! Builds the unit: the pre-pull DaemonSet, the waiter (ServiceAccount, Role, RoleBinding, Job),
+//! the `kustomization.yaml` Flux builds, and the Flux `Kustomization` that gates `metallb`.
+//! Core kinds are k8s-openapi types; the Flux and kustomize kinds are small serde structs.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Serialize;
+use serde_yaml::Value;
+
+use super::config::{MetalLBImagePrepullSpec, SourceRef};
+use super::daemonset::daemonset;
+use super::images::PrepullImage;
+use super::inputs::{GENERATED_BY, UNIT};
+use super::pod::{MANAGED_BY, meta};
+use super::waiter::{DEADLINE_MARGIN_SECS, job_spec, rbac};
+use crate::krm::annotations::LOCAL_CONFIG;
+use crate::krm::object::{set_annotation, set_file};
+
+/// Extra seconds Flux health-checks beyond the Job deadline.
+const FLUX_MARGIN_SECS: u64 = 60;
+
+/// What the unit copies from its siblings and from the function config.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnitSettings {
+    /// Namespace of the gated Kustomization (the new one goes next to it).
+    pub flux_namespace: Option<String>,
+    /// Labels for the Flux Kustomization (sibling unit labels).
+    pub flux_labels: BTreeMap<String, String>,
+    /// `spec.interval` like the siblings.
+    pub interval: String,
+    /// `spec.retryInterval` like the siblings.
+    pub retry_interval: Option<String>,
+    /// Flux source of the payload.
+    pub source_ref: SourceRef,
+    /// Ordering roots the siblings depend on (e.g. `root-dependency-<rev>`).
+    pub depends_on: Vec<Value>,
+    /// `spec.kubeConfig` of the gated Kustomization (workload clusters).
+    pub kube_config: Option<Value>,
+    /// Package-relative directory of the payload (`spec.path` without `./`).
+    pub payload_dir: String,
+    /// File (and index) of the Flux Kustomization in the package.
+    pub flux_file: (String, usize),
+}
+
+/// Flux `Kustomization` (`kustomize.toolkit.fluxcd.io/v1`), only the fields the unit sets.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FluxKustomization {
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: ObjectMeta,
+    spec: FluxKustomizationSpec,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FluxKustomizationSpec {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    depends_on: Vec<Value>,
+    interval: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry_interval: Option<String>,
+    timeout: String,
+    prune: bool,
+    wait: bool,
+    path: String,
+    source_ref: SourceRef,
+    health_checks: Vec<HealthCheck>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kube_config: Option<Value>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HealthCheck {
+    api_version: &'static str,
+    kind: &'static str,
+    name: String,
+    namespace: String,
+}
+
+/// kustomize `Kustomization` (`kustomize.config.k8s.io/v1beta1`) listing the payload files.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct KustomizeFile {
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: ObjectMeta,
+    resources: Vec<String>,
+}
+
+/// The generated objects, each with its file annotations, in output order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    /// Flux Kustomization, DaemonSet, waiter objects, kustomization.yaml.
+    pub objects: Vec<Value>,
+    /// Name of the waiter Job (changes with the image list).
+    pub job_name: String,
+    /// Flux `spec.timeout` of the unit.
+    pub flux_timeout: String,
+}
+
+/// 64-bit FNV-1a: tiny, dependency-free and stable across platforms and releases.
+fn fnv1a(parts: &[&str]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for byte in part.bytes().chain(std::iter::once(0)) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    hash
+}
+
+/// Formats seconds the way Flux writes durations (`13m`, `90s`).
+fn flux_duration(secs: u64) -> String {
+    if secs.is_multiple_of(3600) {
+        format!("{}h", secs / 3600)
+    } else if secs.is_multiple_of(60) {
+        format!("{}m", secs / 60)
+    } else {
+        format!("{secs}s")
+    }
+}
+
+fn to_value<T: Serialize>(obj: &T) -> Value {
+    serde_yaml::to_value(obj).expect("k8s objects serialize to YAML")
+}
+
+fn mark(mut obj: Value, path: &str, index: usize) -> Value {
+    set_annotation(&mut obj, GENERATED_BY, UNIT);
+    set_file(&mut obj, path, index);
+    obj
+}
+
+/// Renders every object of the unit.
+pub fn render(
+    spec: &MetalLBImagePrepullSpec,
+    images: &[PrepullImage],
+    unit: &UnitSettings,
+) -> Rendered {
+    let ns = spec.namespace.as_str();
+    let ds = daemonset(spec, images);
+    let job_spec = job_spec(spec);
+    // Jobs are immutable: a content hash in the name makes any change (image list, timeout,
+    // waiter image) a new Job, which Flux creates while pruning the old one.
+    let ds_text = serde_yaml::to_string(&ds.spec).unwrap_or_default();
+    let job_text = serde_yaml::to_string(&job_spec).unwrap_or_default();
+    let hash = fnv1a(&[&ds_text, &job_text, ns]);
+    let job_name = format!("{UNIT}-wait-{:08x}", hash >> 32);
+    let job = Job {
+        metadata: meta(&job_name, ns, "waiter"),
+        spec: Some(job_spec),
+        ..Default::default()
+    };
+    let (service_account, role, binding) = rbac(ns);
+    let dir = &unit.payload_dir;
+    let kustomize_file = KustomizeFile {
+        api_version: "kustomize.config.k8s.io/v1beta1",
+        kind: "Kustomization",
+        metadata: ObjectMeta {
+            name: Some(UNIT.into()),
+            labels: Some(BTreeMap::from([(
+                MANAGED_BY.0.to_string(),
+                MANAGED_BY.1.to_string(),
+            )])),
+            // Build input for Flux's kustomize, never an object to apply.
+            annotations: Some(BTreeMap::from([(
+                LOCAL_CONFIG.to_string(),
+                "true".to_string(),
+            )])),
+            ..Default::default()
+        },
+        resources: vec!["daemonset.yaml".into(), "waiter.yaml".into()],
+    };
+    let wait_secs = spec.wait_timeout.as_secs_ceil();
+    let flux_timeout = flux_duration(wait_secs + DEADLINE_MARGIN_SECS + FLUX_MARGIN_SECS);
+    let mut flux_labels = unit.flux_labels.clone();
+    flux_labels.insert(MANAGED_BY.0.into(), MANAGED_BY.1.into());
+    let flux = FluxKustomization {
+        api_version: "kustomize.toolkit.fluxcd.io/v1",
+        kind: "Kustomization",
+        metadata: ObjectMeta {
+            name: Some(UNIT.into()),
+            namespace: unit.flux_namespace.clone(),
+            labels: Some(flux_labels),
+            ..Default::default()
+        },
+        spec: FluxKustomizationSpec {
+            depends_on: unit.depends_on.clone(),
+            interval: unit.interval.clone(),
+            retry_interval: unit.retry_interval.clone(),
+            timeout: flux_timeout.clone(),
+            prune: true,
+            // Health is the waiter Job only: a DaemonSet check would block on a NotReady node
+            // even with onTimeout=proceed.
+            wait: false,
+            path: format!("./{dir}"),
+            source_ref: unit.source_ref.clone(),
+            health_checks: vec![HealthCheck {
+                api_version: "batch/v1",
+                kind: "Job",
+                name: job_name.clone(),
+                namespace: ns.into(),
+            }],
+            kube_config: unit.kube_config.clone(),
+        },
+    };
+    let objects = vec![
+        mark(to_value(&flux), &unit.flux_file.0, unit.flux_file.1),
+        mark(to_value(&ds), &format!("{dir}/daemonset.yaml"), 0),
+        mark(to_value(&service_account), &format!("{dir}/waiter.yaml"), 0),
+        mark(to_value(&role), &format!("{dir}/waiter.yaml"), 1),
+        mark(to_value(&binding), &format!("{dir}/waiter.yaml"), 2),
+        mark(to_value(&job), &format!("{dir}/waiter.yaml"), 3),
+        mark(
+            to_value(&kustomize_file),
+            &format!("{dir}/kustomization.yaml"),
+            0,
+        ),
+    ];
+    Rendered {
+        objects,
+        job_name,
+        flux_timeout,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_hash_are_stable() {
+        assert_eq!(flux_duration(780), "13m");
+        assert_eq!(flux_duration(7200), "2h");
+        assert_eq!(flux_duration(95), "95s");
+        // FNV-1a 64 of "a" followed by the separator byte: fixed forever.
+        assert_eq!(fnv1a(&["a"]), fnv1a(&["a"]));
+        assert_ne!(fnv1a(&["a", "b"]), fnv1a(&["ab"]));
+    }
+}
