@@ -846,3 +846,22 @@ fn two_cilium_releases_or_a_pre_l2_cilium_are_errors() {
         "spec.chart.spec.version",
     );
 }
+
+#[test]
+fn advertised_ipv6_pools_need_cilium_1_19() {
+    let v6 = POOL.replace(
+        "    - 10.0.0.0/24\n",
+        "    - 10.0.0.0/24\n    - fd00::/120\n",
+    );
+    let items = [v6.as_str(), ADV, METALLB_STOPPED];
+    assert_error(
+        &run(&items, &fc(CUTOVER)),
+        &items,
+        "IPAddressPool",
+        "pool-a",
+        "spec.addresses[1]",
+    );
+    let out = run(&items, &fc(CUTOVER).replace("1.18.4", "1.19.5"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(messages(&out, "warning").iter().any(|m| m.contains("NDP")));
+}

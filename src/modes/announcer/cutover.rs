@@ -111,6 +111,7 @@ impl<'a> Cutover<'a> {
             &mut tr,
             &mut self.results,
         );
+        self.ipv6(&version);
         let plans = services::plan(self.inv, self.items, &version, &mut self.results);
         self.cilium_values(&version, plans.len());
         self.speaker();
@@ -431,6 +432,50 @@ impl<'a> Cutover<'a> {
                     );
                 }
             }
+        }
+    }
+
+    /// MetalLB answers NDP for IPv6 addresses of advertised pools; Cilium's L2 announcer only
+    /// does from 1.19 (cilium/cilium#39648), so below that the IPv6 addresses would go dark.
+    fn ipv6(&mut self, version: &CiliumVersion) {
+        let mut sink = Vec::new();
+        let advertised: std::collections::BTreeSet<String> = self
+            .inv
+            .adverts
+            .iter()
+            .filter_map(|ad| {
+                policies::advertised_pools(ad, self.inv, &self.items[ad.index], &mut sink)
+            })
+            .flatten()
+            .collect();
+        for pool in &self.inv.pools {
+            let Some(i) = pool
+                .addresses
+                .iter()
+                .position(|a| a.interval().family == super::ipam::Family::V6)
+            else {
+                continue;
+            };
+            if !advertised.contains(&pool.name) {
+                continue;
+            }
+            let item = &self.items[pool.index];
+            let field = format!("spec.addresses[{i}]");
+            self.results.push(if version.announces_ipv6() {
+                KrmResult::warning(
+                    "IPv6 addresses are announced by NDP: make sure Cilium's IPv6 NDP announcements are enabled \
+                     (agent option enable-ipv6-ndp; see cilium/cilium#44311 on solicited-node multicast)",
+                )
+                .about(item)
+                .field(field)
+            } else {
+                KrmResult::error(format!(
+                    "MetalLB answers NDP for this pool's IPv6 addresses; Cilium {version} L2 announcements \
+                     are IPv4 only (NDP arrived in 1.19), so those Services would lose IPv6 reachability"
+                ))
+                .about(item)
+                .field(field)
+            });
         }
     }
 
