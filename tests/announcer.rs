@@ -865,3 +865,19 @@ fn advertised_ipv6_pools_need_cilium_1_19() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(messages(&out, "warning").iter().any(|m| m.contains("NDP")));
 }
+
+#[test]
+fn generated_name_collisions_are_errors() {
+    let two = format!(
+        "{ADV}spec:\n  nodeSelectors:\n    - matchLabels:\n        a: b\n    - matchLabels:\n        c: d\n"
+    );
+    let clash = ADV.replace("name: adv", "name: adv-1");
+    let items = [POOL, two.as_str(), clash.as_str(), METALLB_STOPPED];
+    assert_error(
+        &run(&items, &fc(CUTOVER)),
+        &items,
+        "L2Advertisement",
+        "adv-1",
+        "metadata.name",
+    );
+}

@@ -25,6 +25,8 @@ pub(super) struct Cutover<'a> {
     pub(super) fc: Option<&'a Value>,
     pub(super) changed: BTreeMap<usize, Option<Value>>,
     pub(super) added: Vec<Value>,
+    /// `(kind, name)` of every object generated in this run, to catch name collisions.
+    pub(super) generated: std::collections::BTreeSet<(String, String)>,
     pub(super) results: Vec<KrmResult>,
 }
 
@@ -46,6 +48,7 @@ impl<'a> Cutover<'a> {
             fc,
             changed: BTreeMap::new(),
             added: Vec::new(),
+            generated: std::collections::BTreeSet::new(),
             results: Vec::new(),
         }
     }
@@ -308,6 +311,18 @@ impl<'a> Cutover<'a> {
             }
         };
         let key = (value.kind().to_owned(), value.name().to_owned());
+        if !self.generated.insert(key.clone()) {
+            self.results.push(
+                KrmResult::error(format!(
+                    "two MetalLB objects translate to the same {} {} (Cilium objects are cluster-scoped): \
+                     rename one of them",
+                    key.0, key.1
+                ))
+                .about(&self.items[source])
+                .field("metadata.name"),
+            );
+            return;
+        }
         if let Some(&existing) = self.inv.cilium_objects.get(&key) {
             let old = &self.items[existing];
             if old.label(MANAGED_BY.0) != Some(MANAGED_BY.1) {
