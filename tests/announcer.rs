@@ -881,3 +881,16 @@ fn generated_name_collisions_are_errors() {
         "metadata.name",
     );
 }
+
+#[test]
+fn cilium_lb_ipam_not_owning_classless_services_is_an_error() {
+    let cilium = "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: cilium\n  namespace: kube-system\nspec:\n  chart:\n    spec:\n      chart: cilium\n      version: 1.19.2\n  values:\n    kubeProxyReplacement: true\n    defaultLBServiceIPAM: none\n";
+    let items = [POOL, ADV, METALLB_STOPPED, cilium];
+    assert_error(
+        &run(&items, &fc(CUTOVER)),
+        &items,
+        "HelmRelease",
+        "cilium",
+        "spec.values.defaultLBServiceIPAM",
+    );
+}

@@ -241,6 +241,35 @@ pub fn cilium(
             .proposed(true),
         );
     }
+    // LB-IPAM must own Services without a loadBalancerClass, or their IPs are neither imported
+    // nor announced (cozystack's 1.19 workaround sets defaultLBServiceIPAM: none).
+    if let Some(v) = scoped.get("defaultLBServiceIPAM")
+        && v.as_str() != Some("lbipam")
+    {
+        out.results.push(
+            KrmResult::error(
+                "defaultLBServiceIPAM is not lbipam: Cilium LB-IPAM would ignore Services without a \
+                 loadBalancerClass, which is every Service MetalLB serves",
+            )
+            .about(item)
+            .field(field("defaultLBServiceIPAM"))
+            .current(v.clone())
+            .proposed("lbipam"),
+        );
+    }
+    let lbipam_off = match scoped.get("enableLBIPAM") {
+        Some(Value::Bool(b)) => !b,
+        Some(Value::String(s)) => s == "false",
+        _ => false,
+    };
+    if lbipam_off {
+        out.results.push(
+            KrmResult::error("enableLBIPAM is false: the Cilium pools would never allocate")
+                .about(item)
+                .field(field("enableLBIPAM"))
+                .proposed(true),
+        );
+    }
     out.devices = match scoped.get("devices") {
         Some(Value::String(s)) => Some(
             s.split([' ', ','])
