@@ -70,17 +70,6 @@ fn metallb_admits(pool: &Pool, svc: &LbService, inv: &Inventory) -> Option<bool>
     Some(ns_ok && svc_ok)
 }
 
-/// `metadata.labels` of an item as read by a selector.
-pub fn labels_of(item: &Value) -> Labels {
-    item.get("metadata")
-        .and_then(|m| m.get("labels"))
-        .and_then(Value::as_mapping)
-        .into_iter()
-        .flatten()
-        .filter_map(|(k, v)| Some((k.as_str()?.to_owned(), v.as_str()?.to_owned())))
-        .collect()
-}
-
 /// Runs the proof. `pools`/`policies` are the emitted objects; `after_labels(plan)` gives the
 /// labels of the Service item as rewritten (read from the edited YAML, not from the plan).
 pub fn prove(

@@ -170,8 +170,8 @@ impl<'a> Cutover<'a> {
         // every phase writes the same way, read back from the rewritten Services).
         let (items, changed) = (self.items, &self.changed);
         let after = |plan: &services::ServicePlan| match changed.get(&plan.index) {
-            Some(Some(v)) => coverage::labels_of(v),
-            _ => coverage::labels_of(&items[plan.index]),
+            Some(Some(v)) => super::selector::labels_of(v),
+            _ => super::selector::labels_of(&items[plan.index]),
         };
         let proof = coverage::prove(self.inv, self.items, &plans, &pools, &policies, &after);
         self.results.extend(proof);

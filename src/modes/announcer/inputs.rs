@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_yaml::Value;
 
 use super::ipam::{MetalLbAddress, parse_metallb_address};
-use super::selector::Labels;
+use super::selector::{Labels, labels_of};
 use crate::krm::annotations::LOCAL_CONFIG;
 use crate::krm::{KrmObject, KrmResult};
 
@@ -271,16 +271,6 @@ pub fn decode<T: DeserializeOwned>(
         .about(item)
         .field(field)
     })
-}
-
-fn labels_of(item: &Value) -> Labels {
-    item.get("metadata")
-        .and_then(|m| m.get("labels"))
-        .and_then(Value::as_mapping)
-        .into_iter()
-        .flatten()
-        .filter_map(|(k, v)| Some((k.as_str()?.to_owned(), v.as_str()?.to_owned())))
-        .collect()
 }
 
 /// Reads a nested value by path segments.

@@ -69,7 +69,7 @@ fn fixture() -> Fixture {
 
 fn prove(f: &Fixture) -> Vec<KrmResult> {
     let after = |plan: &ServicePlan| {
-        coverage::labels_of(
+        super::selector::labels_of(
             &services::rewrite(&f.items[plan.index], plan, Phase::Cutover, LABEL)
                 .unwrap_or_else(|| f.items[plan.index].clone()),
         )
