@@ -3,6 +3,14 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::config::types::Duration;
+
+/// Default Service label that carries the requested pool (what MetalLB's `address-pool`
+/// annotation becomes). It lives in cutover's own domain: Cilium reserves no label for pool
+/// selection, and a key under `lbipam.cilium.io/` or `metallb.io/` would pretend to be read by
+/// one of those controllers.
+pub const DEFAULT_POOL_LABEL: &str = "cutover.dev/address-pool";
+
 /// Configuration of the load-balancer announcer cutover mode. Every field is optional.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -12,8 +20,16 @@ pub struct LoadBalancerAnnouncerSpec {
     pub announcer: Option<Announcer>,
     /// Cilium version (e.g. `1.18.4`); else the Cilium chart version among the items.
     pub cilium_version: Option<String>,
+    /// Which step of the cutover to emit (`announcer: cilium` only): `prepare` adds the Cilium
+    /// pools and Service annotations while MetalLB still answers; `stop-speaker` also stops the
+    /// MetalLB speaker; `cutover` also adds the L2 announcement policies and removes MetalLB.
+    /// Apply them in this order so both never answer ARP at once.
+    pub phase: Phase,
     /// Service label used to request a pool (what MetalLB's `address-pool` annotation becomes).
     pub pool_label: String,
+    /// Cilium's `l2announcements.leaseRenewDeadline`, used to size `k8sClientRateLimit`; else
+    /// the value in the Cilium release among the items, else Cilium's default `5s`.
+    pub lease_renew_deadline: Option<Duration>,
 }
 
 impl Default for LoadBalancerAnnouncerSpec {
@@ -21,7 +37,9 @@ impl Default for LoadBalancerAnnouncerSpec {
         LoadBalancerAnnouncerSpec {
             announcer: None,
             cilium_version: None,
-            pool_label: "cutover.dev/address-pool".into(),
+            phase: Phase::Prepare,
+            pool_label: DEFAULT_POOL_LABEL.into(),
+            lease_renew_deadline: None,
         }
     }
 }
@@ -34,4 +52,33 @@ pub enum Announcer {
     Metallb,
     /// Cilium LB-IPAM + L2 announcements replace MetalLB.
     Cilium,
+}
+
+/// The three steps of the cutover; each phase's output contains the previous ones. A single Flux
+/// apply creates before it prunes, so emitting Cilium's L2 policies and the MetalLB removal together
+/// would let both answer ARP for a while: the speaker is stopped in its own apply first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// Phase 1 (no ARP change): add the Cilium pools (Cilium imports the Services' current IPs),
+    /// label/annotate the Services, enable L2 announcements in the Cilium values. MetalLB keeps
+    /// running and answering; this phase can soak as long as needed.
+    Prepare,
+    /// Phase 2: phase 1 plus the MetalLB speaker stopped. From here until phase 3 is applied nobody
+    /// answers ARP: keep that window short (seconds).
+    StopSpeaker,
+    /// Phase 3: phase 2 plus the CiliumL2AnnouncementPolicies; MetalLB objects, annotations and
+    /// installation are removed. Refuses to run while the speaker still runs.
+    Cutover,
+}
+
+impl Phase {
+    /// The config value, for messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Prepare => "prepare",
+            Phase::StopSpeaker => "stop-speaker",
+            Phase::Cutover => "cutover",
+        }
+    }
 }

@@ -1,22 +1,139 @@
-//! Load-balancer announcer cutover mode (`LoadBalancerAnnouncer`).
+//! Load-balancer announcer cutover mode (`LoadBalancerAnnouncer`): MetalLB L2 → Cilium LB-IPAM +
+//! L2 announcements without losing a Service IP and without both answering ARP at once.
+//!
+//! Flow (kpt catalog style): read the items ([`inputs`]) → translate pools and advertisements
+//! ([`translate`]) and Services ([`services`]) → edit Helm values ([`values`]) → prove coverage
+//! ([`coverage`]) → emit the edits of the selected phase, or (announcer `metallb`) report them as
+//! a plan without changing anything.
 
+mod cilium;
 mod config;
+mod coverage;
+mod cutover;
+mod inputs;
+mod ipam;
+mod metallb;
+mod policies;
+mod report;
+mod selector;
+mod services;
+mod translate;
+mod values;
+mod version;
 
 pub use config::*;
 
 use serde_yaml::Value;
 
-use crate::krm::{KrmResult, Outcome};
+use crate::krm::{KrmResult, Outcome, Severity};
+use cutover::Cutover;
+use inputs::Inventory;
+use report::as_plan;
 
-/// Runs the mode. (The mode logic lands with its own issue.)
+/// Runs the mode.
 pub fn run(
-    _spec: &LoadBalancerAnnouncerSpec,
-    _items: &[Value],
-    _function_config: Option<&Value>,
+    spec: &LoadBalancerAnnouncerSpec,
+    items: &[Value],
+    function_config: Option<&Value>,
 ) -> Outcome {
-    let mut outcome = Outcome::default();
-    outcome.push(KrmResult::error(
-        "load-balancer-announcer is not implemented yet",
-    ));
+    let (inv, mut results) = inputs::read(items);
+    // Errors in the switch itself stay errors even in plan mode: the run cannot tell which
+    // announcer is wanted.
+    let mut switch_errors = Vec::new();
+    let announcer = resolve_announcer(spec, &inv, items, &mut switch_errors);
+    let mut outcome = if inv.pools.is_empty() && inv.adverts.is_empty() && inv.bgp.is_empty() {
+        results.push(KrmResult::info(
+            "no MetalLB IPAddressPool, L2Advertisement or BGP object among the items: nothing to migrate",
+        ));
+        Outcome {
+            edits: Vec::new(),
+            results,
+        }
+    } else {
+        let plan_mode = announcer != Announcer::Cilium;
+        let phase = if plan_mode {
+            Phase::Cutover
+        } else {
+            spec.phase
+        };
+        let mut out = Cutover::new(spec, phase, plan_mode, &inv, items, function_config).run();
+        results.append(&mut out.results);
+        Outcome {
+            edits: out.edits,
+            results,
+        }
+    };
+    if announcer != Announcer::Cilium {
+        outcome = as_plan(outcome);
+    }
+    outcome.results.splice(0..0, switch_errors);
+    // Plan mode has downgraded its own errors, so only cilium-mode or switch errors remain here.
+    if outcome.has_errors() {
+        // The engine applies nothing when there is an error: drop the infos that describe
+        // edits, keep errors and warnings, and say so once.
+        outcome.results.retain(|r| r.severity != Severity::Info);
+        outcome.results.push(KrmResult::info(
+            "nothing was changed: fix the errors above and run again",
+        ));
+    }
     outcome
 }
+
+/// `spec.announcer`, else the platform values switch, else `metallb`.
+fn resolve_announcer(
+    spec: &LoadBalancerAnnouncerSpec,
+    inv: &Inventory,
+    items: &[Value],
+    results: &mut Vec<KrmResult>,
+) -> Announcer {
+    let mut from_values = None;
+    for (index, value) in &inv.switch {
+        let parsed = match value.as_str() {
+            "metallb" => Announcer::Metallb,
+            "cilium" => Announcer::Cilium,
+            other => {
+                results.push(
+                    KrmResult::error(format!(
+                        "networking.loadBalancerAnnouncer is {other:?}: expected metallb or cilium"
+                    ))
+                    .about(&items[*index])
+                    .field("networking.loadBalancerAnnouncer")
+                    .current(other),
+                );
+                continue;
+            }
+        };
+        match from_values {
+            Some(prev) if prev != parsed => results.push(
+                KrmResult::error(
+                    "the items disagree on networking.loadBalancerAnnouncer (metallb and cilium)",
+                )
+                .about(&items[*index])
+                .field("networking.loadBalancerAnnouncer"),
+            ),
+            _ => from_values = Some(parsed),
+        }
+    }
+    match (spec.announcer, from_values) {
+        (Some(a), Some(v)) if a != v => {
+            results.push(KrmResult::warning(format!(
+                "spec.announcer ({}) overrides networking.loadBalancerAnnouncer ({}) from the platform values",
+                name(a),
+                name(v)
+            )));
+            a
+        }
+        (Some(a), _) | (None, Some(a)) => a,
+        (None, None) => Announcer::Metallb,
+    }
+}
+
+fn name(a: Announcer) -> &'static str {
+    match a {
+        Announcer::Metallb => "metallb",
+        Announcer::Cilium => "cilium",
+    }
+}
+
+#[cfg(test)]
+mod tests;
