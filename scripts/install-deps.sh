@@ -23,5 +23,9 @@ fi
 rustup component add clippy rustfmt >/dev/null 2>&1 || true
 # Static binary for the FROM-scratch image (pure Rust: no musl-tools needed).
 rustup target add x86_64-unknown-linux-musl
-# The function also ships as a WASI module (wasm-host/ runs it); a no-op when already installed.
-rustup target add wasm32-wasip1 >/dev/null
+# The function also ships as a WASI module (wasm-host/ runs it). Checked by its files rather
+# than left to rustup: two `rustup target add` run at once can drop one target from rustup's
+# records while its files stay, and then a second add fails on the conflict.
+if [[ ! -d "$(rustc --print sysroot)/lib/rustlib/wasm32-wasip1/lib" ]]; then
+  rustup target add wasm32-wasip1
+fi
