@@ -32,7 +32,9 @@ fn engine(c: &mut Criterion) {
     let mut group = c.benchmark_group("parse");
     for (name, input) in &inputs {
         group.throughput(Throughput::Bytes(input.len() as u64));
-        group.bench_function(*name, |b| b.iter(|| io::parse(black_box(input)).expect("parse")));
+        group.bench_function(*name, |b| {
+            b.iter(|| io::parse(black_box(input)).expect("parse"))
+        });
     }
     group.finish();
 

@@ -59,7 +59,12 @@ pub fn validate(obj: &Value) -> Result<(), Vec<String>> {
     let mut errors = Vec::new();
     // metadata is validated by the apiserver (ObjectMeta), not by the CRD schema, which only
     // declares it as an object: check it is a mapping with a name and skip its content.
-    if obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).is_none_or(str::is_empty) {
+    if obj
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
         errors.push("metadata.name: missing".to_string());
     }
     let mut body = obj.clone();

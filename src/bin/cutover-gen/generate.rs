@@ -120,10 +120,7 @@ impl Spec {
             return Err("l2-advertisements must be between 1 and the number of pools".into());
         }
         if self.units != 0 && self.units < FIXED_UNITS.len() {
-            return Err(format!(
-                "units must be 0 or at least {}",
-                FIXED_UNITS.len()
-            ));
+            return Err(format!("units must be 0 or at least {}", FIXED_UNITS.len()));
         }
         // Each pool holds ~65k addresses; explicit IPs take at most half the Services.
         if self.services > 2_000_000 {
@@ -201,7 +198,9 @@ impl Pool {
         }
     }
     fn allows(&self, ns: usize) -> bool {
-        self.namespaces.as_ref().is_none_or(|list| list.contains(&ns))
+        self.namespaces
+            .as_ref()
+            .is_none_or(|list| list.contains(&ns))
     }
 }
 
@@ -474,7 +473,7 @@ fn write_service(
             }
         }
     }
-    if serial % 7 == 0 {
+    if serial.is_multiple_of(7) {
         out.push_str("      external-dns.alpha.kubernetes.io/hostname: ");
         let _ = writeln!(out, "{name}.{ns}.example.net");
     }

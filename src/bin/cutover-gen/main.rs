@@ -53,9 +53,8 @@ fn run(args: &[String]) -> Result<(), String> {
     let mut first = true;
     while let Some(arg) = it.next() {
         if first && !arg.starts_with('-') {
-            spec = Spec::preset(arg).ok_or_else(|| {
-                format!("unknown preset {arg:?}: expected one of {PRESETS:?}")
-            })?;
+            spec = Spec::preset(arg)
+                .ok_or_else(|| format!("unknown preset {arg:?}: expected one of {PRESETS:?}"))?;
             first = false;
             continue;
         }
