@@ -7,6 +7,12 @@ need_apt=()
 command -v kpt >/dev/null || { echo "kpt is required on PATH (kpt 1.0.0-beta.56 was used)" >&2; exit 1; }
 command -v kubectl >/dev/null || { echo "kubectl is required on PATH (kubectl 1.32 with kustomize v5.5.0 was used)" >&2; exit 1; }
 command -v git >/dev/null || need_apt+=(git)
+# Container image build and tests (issue 5): podman builds and runs the image (for kpt and behind
+# the kustomize docker shim), buildah is the standalone builder (`buildah build` works with the same
+# config), runc is the runtime scripts/containers-env.sh selects.
+for tool in podman buildah runc; do
+  command -v "$tool" >/dev/null || need_apt+=("$tool")
+done
 
 if ((${#need_apt[@]})); then
   export DEBIAN_FRONTEND=noninteractive
@@ -15,3 +21,5 @@ if ((${#need_apt[@]})); then
 fi
 
 rustup component add clippy rustfmt >/dev/null 2>&1 || true
+# Static binary for the FROM-scratch image (pure Rust: no musl-tools needed).
+rustup target add x86_64-unknown-linux-musl

@@ -54,12 +54,23 @@ fn process_inner(input: &[u8]) -> Output {
     };
     let mut results = outcome.results;
     let mut items = list.items;
-    if !results.iter().any(KrmResult::is_error)
-        && let Err(e) = apply::apply(&mut items, outcome.edits)
-    {
-        // `apply` checks everything before it touches the items: they are still the input.
-        results.push(e);
+    let mut origins: Vec<Option<usize>> = (0..items.len()).map(Some).collect();
+    if !results.iter().any(KrmResult::is_error) {
+        match apply::apply(&mut items, outcome.edits) {
+            Ok(o) => origins = o,
+            // `apply` checks everything before it touches the items: they are still the input.
+            Err(e) => results.push(e),
+        }
     }
+    // Unchanged items are copied from the input text when its layout allows (see io::parse).
+    let verbatim: Vec<Option<&str>> = match (&list.item_spans, std::str::from_utf8(input)) {
+        (Some(spans), Ok(text)) => origins
+            .iter()
+            .map(|o| o.map(|i| &text[spans[i].clone()]))
+            .collect(),
+        _ => Vec::new(),
+    };
+    fill_missing_files(&mut results, &items);
     if let Some(mode) = mode {
         for r in &mut results {
             r.tags.entry("mode".into()).or_insert_with(|| mode.into());
@@ -70,7 +81,7 @@ fn process_inner(input: &[u8]) -> Output {
     for r in results.iter().filter(|r| r.is_error()) {
         stderr.push_str(&format!("cutover: {r}\n"));
     }
-    match krm::io::write(&items, fc, &list.results, &results) {
+    match krm::io::write(&items, &verbatim, fc, &list.results, &results) {
         Ok(stdout) => Output {
             stdout,
             stderr,
@@ -81,5 +92,36 @@ fn process_inner(input: &[u8]) -> Output {
             stderr: format!("{stderr}cutover: cannot serialize output: {e}\n"),
             exit_code: 1,
         },
+    }
+}
+
+/// Results about an object (the function config, a created object) that name no file get the
+/// file of the input item with the same identity, so kpt users can find what to fix.
+fn fill_missing_files(results: &mut [KrmResult], items: &[serde_yaml::Value]) {
+    use std::collections::HashMap;
+
+    use crate::krm::{KrmObject, ResourceRef};
+    if !results
+        .iter()
+        .any(|r| r.file.is_none() && r.resource_ref.is_some())
+    {
+        return;
+    }
+    let key = |r: &ResourceRef| {
+        (
+            r.api_version.clone(),
+            r.kind.clone(),
+            r.name.clone(),
+            r.namespace.clone(),
+        )
+    };
+    let files: HashMap<_, _> = items
+        .iter()
+        .filter_map(|item| Some((key(&item.resource_ref()), item.file_ref()?)))
+        .collect();
+    for r in results.iter_mut().filter(|r| r.file.is_none()) {
+        if let Some(rr) = &r.resource_ref {
+            r.file = files.get(&key(rr)).cloned();
+        }
     }
 }

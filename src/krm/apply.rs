@@ -13,7 +13,10 @@ use super::result::KrmResult;
 /// names them) when the mode gave none. Everything is checked before `items` is touched, so on an
 /// error (an internal bug: conflicting edits, two output items in one file slot) the caller still
 /// has the input items to echo unchanged.
-pub fn apply(items: &mut Vec<Value>, edits: Vec<Edit>) -> Result<(), KrmResult> {
+///
+/// Returns, for every output item, the index of the input item it is when it is unchanged
+/// (`None` for replaced and added items), so the writer can copy unchanged items verbatim.
+pub fn apply(items: &mut Vec<Value>, edits: Vec<Edit>) -> Result<Vec<Option<usize>>, KrmResult> {
     let count = items.len();
     let mut changes: HashMap<usize, Option<Value>> = HashMap::new();
     let mut added = Vec::new();
@@ -54,19 +57,29 @@ pub fn apply(items: &mut Vec<Value>, edits: Vec<Edit>) -> Result<(), KrmResult> 
         })
         .chain(added.iter());
     check_unique_files(output_view)?;
-    if !changes.is_empty() {
+    let mut origins: Vec<Option<usize>> = Vec::with_capacity(count + added.len());
+    if changes.is_empty() {
+        origins.extend((0..count).map(Some));
+    } else {
         let old = std::mem::take(items);
         items.reserve(count + added.len());
         for (index, item) in old.into_iter().enumerate() {
             match changes.remove(&index) {
-                None => items.push(item),
-                Some(Some(replacement)) => items.push(replacement),
+                None => {
+                    items.push(item);
+                    origins.push(Some(index));
+                }
+                Some(Some(replacement)) => {
+                    items.push(replacement);
+                    origins.push(None);
+                }
                 Some(None) => {}
             }
         }
     }
+    origins.extend(added.iter().map(|_| None));
     items.extend(added);
-    Ok(())
+    Ok(origins)
 }
 
 /// kpt rejects output where two items share a path and index; catch it here with a clear message.
@@ -97,7 +110,7 @@ mod tests {
     #[test]
     fn replaces_removes_and_appends_in_order() {
         let mut out = vec![v("name: a"), v("name: b"), v("name: c")];
-        apply(
+        let origins = apply(
             &mut out,
             vec![
                 Edit::Add {
@@ -111,6 +124,7 @@ mod tests {
             ],
         )
         .unwrap();
+        assert_eq!(origins, vec![Some(0), None, None]);
         assert_eq!(out.len(), 3);
         assert_eq!(out[0], v("name: a"));
         assert_eq!(out[1], v("name: c2"));

@@ -3,9 +3,9 @@
 //! Items stay `serde_yaml::Value`s: key order, list order and fields no schema knows survive a
 //! round trip untouched. Only the parts a mode reads are decoded into typed structs, by the mode.
 
-use serde::Serialize;
 use serde_yaml::{Mapping, Value};
 
+use super::emit;
 use super::result::KrmResult;
 
 /// `apiVersion` written on every output ResourceList.
@@ -23,6 +23,10 @@ pub struct ResourceList {
     pub function_config: Option<Value>,
     /// Results already present in the input; kept verbatim and written out first.
     pub results: Vec<Value>,
+    /// Byte range of each item's text in the input (`- ` entry through its last line), when the
+    /// input is block YAML laid out as kpt and kustomize write it. Unchanged items are copied
+    /// from there verbatim, so their flow style, quoting and comments survive exactly.
+    pub item_spans: Option<Vec<std::ops::Range<usize>>>,
 }
 
 /// Why the input could not be read as a ResourceList. Nothing is written to stdout for these:
@@ -105,7 +109,57 @@ pub fn parse(input: &[u8]) -> Result<ResourceList, InputError> {
             }
         })?
     };
-    from_value(doc)
+    let mut list = from_value(doc)?;
+    list.item_spans = item_spans(text, list.items.len());
+    Ok(list)
+}
+
+/// Finds each top-level item's text: after a column-0 `items:` line, every column-0 `- ` line
+/// starts an item; indented, blank and comment lines continue it; any other column-0 line ends
+/// the list. Returns `None` (emit everything) unless exactly `expected` items are found, and when
+/// the text uses aliases (an item's text might refer to an anchor outside it).
+fn item_spans(text: &str, expected: usize) -> Option<Vec<std::ops::Range<usize>>> {
+    if expected == 0 || uses_aliases(text) {
+        return None;
+    }
+    let mut spans: Vec<std::ops::Range<usize>> = Vec::with_capacity(expected);
+    let mut in_items = false;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let start = offset;
+        offset += line.len();
+        let content = line.trim_end_matches(['\n', '\r']);
+        if !in_items {
+            if content.trim_end() == "items:" {
+                in_items = true;
+            }
+            continue;
+        }
+        if content.starts_with("- ") || content == "-" {
+            spans.push(start..offset);
+        } else if content.is_empty() || content.starts_with([' ', '#']) {
+            match spans.last_mut() {
+                Some(last) => last.end = offset,
+                None if content.trim().is_empty() || content.starts_with('#') => {}
+                None => return None,
+            }
+        } else {
+            break;
+        }
+    }
+    (spans.len() == expected).then_some(spans)
+}
+
+/// True when the text may contain an alias (`*name` where a node can start).
+fn uses_aliases(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.iter().enumerate().any(|(i, &c)| {
+        c == b'*'
+            && i > 0
+            && matches!(b[i - 1], b' ' | b'[' | b',' | b'\n')
+            && b.get(i + 1)
+                .is_some_and(|n| n.is_ascii_alphanumeric() || *n == b'_')
+    })
 }
 
 /// Deepest flow nesting (`[`/`{`) accepted. The YAML parser's cost grows with the square of the
@@ -208,51 +262,56 @@ fn from_value(doc: Value) -> Result<ResourceList, InputError> {
         items,
         function_config,
         results,
+        item_spans: None,
     })
 }
 
-#[derive(Serialize)]
-#[serde(untagged)]
-enum AnyResult<'a> {
-    Kept(&'a Value),
-    New(&'a KrmResult),
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Output<'a> {
-    api_version: &'static str,
-    kind: &'static str,
-    items: &'a [Value],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    function_config: Option<&'a Value>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    results: Vec<AnyResult<'a>>,
-}
-
 /// Serializes an output ResourceList: the given items, the input's function config, the input's
-/// results followed by the new ones.
+/// results followed by the new ones. Written with [`super::emit`] (see there for why not
+/// `serde_yaml::to_writer`). `verbatim`, when not empty, holds for each item the exact input
+/// text to write instead (unchanged items, see [`ResourceList::item_spans`]).
 pub fn write(
     items: &[Value],
+    verbatim: &[Option<&str>],
     function_config: Option<&Value>,
     kept_results: &[Value],
     new_results: &[KrmResult],
 ) -> Result<Vec<u8>, serde_yaml::Error> {
-    let results = kept_results
-        .iter()
-        .map(AnyResult::Kept)
-        .chain(new_results.iter().map(AnyResult::New))
-        .collect();
-    let out = Output {
-        api_version: OUTPUT_API_VERSION,
-        kind: "ResourceList",
-        items,
-        function_config,
-        results,
-    };
-    let mut buf = Vec::with_capacity(items.len() * 512);
-    serde_yaml::to_writer(&mut buf, &out)?;
-    Ok(buf)
+    let mut out = String::with_capacity(items.len() * 512 + 256);
+    out.push_str("apiVersion: ");
+    out.push_str(OUTPUT_API_VERSION);
+    out.push_str("\nkind: ResourceList\n");
+    if items.is_empty() {
+        out.push_str("items: []\n");
+    } else {
+        out.push_str("items:\n");
+        for (i, item) in items.iter().enumerate() {
+            match verbatim.get(i).copied().flatten() {
+                Some(text) => {
+                    out.push_str(text);
+                    if !text.ends_with('\n') {
+                        out.push('\n');
+                    }
+                }
+                None => emit::emit_entry(&mut out, item, 0),
+            }
+        }
+    }
+    if let Some(fc) = function_config {
+        let mut m = Mapping::new();
+        m.insert("functionConfig".into(), fc.clone());
+        emit::emit_document(&mut out, &Value::Mapping(m));
+    }
+    if !kept_results.is_empty() || !new_results.is_empty() {
+        let mut results: Vec<Value> = kept_results.to_vec();
+        for r in new_results {
+            results.push(serde_yaml::to_value(r)?);
+        }
+        let mut m = Mapping::new();
+        m.insert("results".into(), Value::Sequence(results));
+        emit::emit_document(&mut out, &Value::Mapping(m));
+    }
+    Ok(out.into_bytes())
 }
 
 /// An empty mapping, handy for building objects.
@@ -277,13 +336,43 @@ mod tests {
 
     #[test]
     fn keeps_key_order_and_unknown_fields() {
-        let src = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- zeta: 1\n  alpha: {y: 2, x: [3, 1]}\n  kind: Weird\n";
+        let src = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- zeta: 1\n  alpha: {w: 2, x: [3, 1]}\n  kind: Weird\n";
         let rl = parse(src.as_bytes()).unwrap();
-        let out = String::from_utf8(write(&rl.items, None, &[], &[]).unwrap()).unwrap();
+        let out = String::from_utf8(write(&rl.items, &[], None, &[], &[]).unwrap()).unwrap();
         assert_eq!(
             out,
-            "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- zeta: 1\n  alpha:\n    y: 2\n    x:\n    - 3\n    - 1\n  kind: Weird\n"
+            "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- zeta: 1\n  alpha:\n    w: 2\n    x:\n    - 3\n    - 1\n  kind: Weird\n"
         );
+    }
+
+    #[test]
+    fn finds_item_text_as_kpt_lays_it_out() {
+        let src = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- kind: A # c\n  labels: {a: b}\n\n# between\n- kind: B\n  s: |\n    - not an item\nfunctionConfig:\n  kind: X\n";
+        let rl = parse(src.as_bytes()).unwrap();
+        let spans = rl.item_spans.clone().unwrap();
+        assert_eq!(
+            &src[spans[0].clone()],
+            "- kind: A # c\n  labels: {a: b}\n\n# between\n"
+        );
+        assert_eq!(
+            &src[spans[1].clone()],
+            "- kind: B\n  s: |\n    - not an item\n"
+        );
+        let texts: Vec<Option<&str>> = spans.iter().map(|r| Some(&src[r.clone()])).collect();
+        let out = String::from_utf8(write(&rl.items, &texts, None, &[], &[]).unwrap()).unwrap();
+        assert!(out.contains("  labels: {a: b}\n"), "{out}");
+        let back = parse(out.as_bytes()).unwrap();
+        assert_eq!(back.items, rl.items);
+    }
+
+    #[test]
+    fn no_item_text_when_layout_is_unusual() {
+        let wide = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n  - kind: A\n";
+        assert_eq!(parse(wide.as_bytes()).unwrap().item_spans, None);
+        let alias = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nx: &a {k: v}\nitems:\n- kind: A\n  v: *a\n";
+        assert_eq!(parse(alias.as_bytes()).unwrap().item_spans, None);
+        let json = r#"{"apiVersion":"config.kubernetes.io/v1","kind":"ResourceList","items":[{"kind":"A"}]}"#;
+        assert_eq!(parse(json.as_bytes()).unwrap().item_spans, None);
     }
 
     #[test]
@@ -392,7 +481,14 @@ mod tests {
     #[test]
     fn keeps_existing_results_before_new_ones() {
         let rl = parse(b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nresults:\n- message: earlier\n  severity: info\n").unwrap();
-        let out = write(&rl.items, None, &rl.results, &[KrmResult::warning("now")]).unwrap();
+        let out = write(
+            &rl.items,
+            &[],
+            None,
+            &rl.results,
+            &[KrmResult::warning("now")],
+        )
+        .unwrap();
         let out = String::from_utf8(out).unwrap();
         assert!(out.ends_with("results:\n- message: earlier\n  severity: info\n- message: now\n  severity: warning\n"), "{out}");
     }

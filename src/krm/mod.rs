@@ -6,6 +6,7 @@
 
 pub mod annotations;
 pub mod apply;
+pub mod emit;
 pub mod io;
 pub mod object;
 pub mod outcome;

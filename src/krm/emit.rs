@@ -1,0 +1,495 @@
+//! A YAML emitter for `serde_yaml::Value`, written for KRM output.
+//!
+//! Why not `serde_yaml::to_writer`: it writes strings such as `on`, `yes`, `off` or `0755` plain,
+//! which YAML 1.1 readers (sigs.k8s.io/yaml, used by `kubectl apply` and Flux) read back as
+//! booleans or octal numbers — a ConfigMap value `"on"` would silently become `true`. This
+//! emitter quotes every string that any YAML 1.1 or 1.2 reader could take for something else,
+//! with double quotes as go-yaml v3 (and therefore kpt and kustomize) write them, so quoted values
+//! in the user's files keep their quotes. Layout follows kyaml: two-space indent, compact
+//! sequences (`- ` at the parent key's indent), literal block scalars for multi-line strings.
+
+use std::fmt::Write;
+
+use serde_yaml::{Mapping, Value};
+
+/// Appends `value` as a YAML document body (no `---`) to `out`.
+pub fn emit_document(out: &mut String, value: &Value) {
+    match value {
+        Value::Mapping(m) if !m.is_empty() => emit_mapping(out, m, 0),
+        Value::Sequence(s) if !s.is_empty() => emit_sequence(out, s, 0),
+        other => {
+            emit_inline(out, other, 0);
+            out.push('\n');
+        }
+    }
+}
+
+/// Emits a non-empty mapping whose keys start at column `indent`; the first key is written at
+/// the current position (the caller has already indented it).
+fn emit_mapping(out: &mut String, map: &Mapping, indent: usize) {
+    for (i, (key, value)) in map.iter().enumerate() {
+        if i > 0 {
+            pad(out, indent);
+        }
+        emit_key(out, key, indent);
+        match value {
+            Value::Mapping(m) if !m.is_empty() => {
+                out.push('\n');
+                pad(out, indent + 2);
+                emit_mapping(out, m, indent + 2);
+            }
+            Value::Sequence(s) if !s.is_empty() => {
+                out.push('\n');
+                pad(out, indent);
+                emit_sequence(out, s, indent);
+            }
+            Value::Tagged(t) if is_block(&t.value) => {
+                let _ = write!(out, " {}", t.tag);
+                out.push('\n');
+                pad(out, indent + 2);
+                emit_block_body(out, &t.value, indent + 2);
+            }
+            scalar => {
+                out.push(' ');
+                emit_inline(out, scalar, indent + 2);
+                out.push('\n');
+            }
+        }
+    }
+}
+
+/// Emits a non-empty sequence whose dashes are at column `indent`.
+fn emit_sequence(out: &mut String, seq: &[Value], indent: usize) {
+    for (i, item) in seq.iter().enumerate() {
+        if i > 0 {
+            pad(out, indent);
+        }
+        emit_entry(out, item, indent);
+    }
+}
+
+/// Emits one sequence entry (`- ` and its value) whose dash is at column `indent`; the caller has
+/// already indented the line.
+pub fn emit_entry(out: &mut String, item: &Value, indent: usize) {
+    out.push_str("- ");
+    match item {
+        Value::Mapping(m) if !m.is_empty() => emit_mapping(out, m, indent + 2),
+        Value::Sequence(s) if !s.is_empty() => emit_sequence(out, s, indent + 2),
+        Value::Tagged(t) if is_block(&t.value) => {
+            let _ = write!(out, "{}", t.tag);
+            out.push('\n');
+            pad(out, indent + 2);
+            emit_block_body(out, &t.value, indent + 2);
+        }
+        scalar => {
+            emit_inline(out, scalar, indent + 2);
+            out.push('\n');
+        }
+    }
+}
+
+fn is_block(v: &Value) -> bool {
+    matches!(v, Value::Mapping(m) if !m.is_empty())
+        || matches!(v, Value::Sequence(s) if !s.is_empty())
+}
+
+fn emit_block_body(out: &mut String, v: &Value, indent: usize) {
+    match v {
+        Value::Mapping(m) => emit_mapping(out, m, indent),
+        Value::Sequence(s) => emit_sequence(out, s, indent),
+        _ => unreachable!("only called for block collections"),
+    }
+}
+
+fn emit_key(out: &mut String, key: &Value, indent: usize) {
+    match key {
+        Value::String(s) if !s.contains('\n') => emit_string(out, s, 0),
+        Value::Null | Value::Bool(_) | Value::Number(_) => emit_inline(out, key, 0),
+        // Complex keys are legal YAML but never appear in KRM; write them as an explicit JSON
+        // (flow) key so the output still parses to the same value.
+        other => {
+            out.push_str("? ");
+            emit_flow(out, other);
+            out.push('\n');
+            pad(out, indent);
+        }
+    }
+    out.push(':');
+}
+
+/// Writes a scalar (or an empty collection) after a `key: ` or `- `. Multi-line strings become
+/// literal block scalars indented to `indent`.
+fn emit_inline(out: &mut String, v: &Value, indent: usize) {
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => {
+            let _ = write!(out, "{n}");
+        }
+        Value::String(s) => emit_string(out, s, indent),
+        Value::Sequence(_) => out.push_str("[]"),
+        Value::Mapping(_) => out.push_str("{}"),
+        Value::Tagged(t) => {
+            let _ = write!(out, "{} ", t.tag);
+            emit_inline(out, &t.value, indent);
+        }
+    }
+}
+
+/// JSON-compatible flow form (used only for complex mapping keys).
+fn emit_flow(out: &mut String, v: &Value) {
+    match v {
+        Value::Sequence(s) => {
+            out.push('[');
+            for (i, item) in s.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                emit_flow(out, item);
+            }
+            out.push(']');
+        }
+        Value::Mapping(m) => {
+            out.push('{');
+            for (i, (k, item)) in m.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                emit_flow(out, k);
+                out.push_str(": ");
+                emit_flow(out, item);
+            }
+            out.push('}');
+        }
+        Value::String(s) => double_quoted(out, s),
+        Value::Tagged(t) => {
+            let _ = write!(out, "{} ", t.tag);
+            emit_flow(out, &t.value);
+        }
+        scalar => emit_inline(out, scalar, 0),
+    }
+}
+
+fn emit_string(out: &mut String, s: &str, indent: usize) {
+    if s.contains('\n') && literal_ok(s) {
+        literal(out, s, indent);
+    } else if plain_ok(s) {
+        out.push_str(s);
+    } else {
+        double_quoted(out, s);
+    }
+}
+
+/// Words that some YAML reader resolves to a bool or null (YAML 1.1 and 1.2, any case variant
+/// those specs list).
+const AMBIGUOUS_WORDS: &[&str] = &[
+    "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "true", "True", "TRUE", "false",
+    "False", "FALSE", "on", "On", "ON", "off", "Off", "OFF", "null", "Null", "NULL", "~", "",
+];
+
+/// True when `s` can be written as a plain scalar and every YAML 1.1/1.2 reader reads it back as
+/// this same string.
+fn plain_ok(s: &str) -> bool {
+    if AMBIGUOUS_WORDS.contains(&s) || looks_numeric(s) {
+        return false;
+    }
+    let bytes = s.as_bytes();
+    let first = bytes[0];
+    let last = bytes[bytes.len() - 1];
+    if matches!(
+        first,
+        b'-' | b'?'
+            | b':'
+            | b','
+            | b'['
+            | b']'
+            | b'{'
+            | b'}'
+            | b'#'
+            | b'&'
+            | b'*'
+            | b'!'
+            | b'|'
+            | b'>'
+            | b'\''
+            | b'"'
+            | b'%'
+            | b'@'
+            | b'`'
+            | b' '
+            | b'\t'
+    ) || matches!(last, b' ' | b'\t' | b':')
+    {
+        return false;
+    }
+    if s.contains(": ") || s.contains(" #") || s.contains(":\t") || s.contains("\t#") {
+        return false;
+    }
+    // Control characters, the BOM and line separators need escapes.
+    !s.chars().any(|c| {
+        (c.is_control() && c != '\t')
+            || matches!(c, '\u{feff}' | '\u{2028}' | '\u{2029}' | '\u{85}')
+    }) && !s.contains('\t')
+}
+
+/// Anything a YAML 1.1 or 1.2 reader could resolve to a number or timestamp: integers in any
+/// base (`0755`, `0x1F`, `0o17`, `0b1`, `1_000`), floats (`1.5`, `.5`, `1e3`, `.inf`, `.nan`),
+/// YAML 1.1 sexagesimals (`60:30`) and dates (`2001-12-14...`). Strings with several dots, such
+/// as IP addresses and versions, are not numbers to any reader and stay plain.
+fn looks_numeric(s: &str) -> bool {
+    let r = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let lower = r.to_ascii_lowercase();
+    if matches!(lower.as_str(), ".inf" | ".nan" | "inf" | "nan" | "infinity") {
+        return true;
+    }
+    let digits =
+        |t: &str, ok: fn(u8) -> bool| !t.is_empty() && t.bytes().all(|b| ok(b) || b == b'_');
+    let dec = |b: u8| b.is_ascii_digit();
+    if let Some(rest) = lower.strip_prefix("0x") {
+        return digits(rest, |b| b.is_ascii_hexdigit());
+    }
+    if let Some(rest) = lower.strip_prefix("0o") {
+        return digits(rest, |b| (b'0'..=b'7').contains(&b));
+    }
+    if let Some(rest) = lower.strip_prefix("0b") {
+        return digits(rest, |b| b == b'0' || b == b'1');
+    }
+    if digits(r, dec) && r.as_bytes()[0].is_ascii_digit() {
+        return true;
+    }
+    if is_date_prefix(r) {
+        return true;
+    }
+    // Sexagesimal: 1:20, 190:20:30(.5)
+    if r.contains(':') {
+        let mut parts = r.split(':');
+        let head = parts.next().unwrap_or("");
+        return digits(head, dec)
+            && parts.all(|p| {
+                let p = p.split_once('.').map_or(p, |(a, b)| {
+                    if digits(b, dec) || b.is_empty() {
+                        a
+                    } else {
+                        "x"
+                    }
+                });
+                !p.is_empty() && p.len() <= 2 && p.bytes().all(|b| b.is_ascii_digit())
+            });
+    }
+    // Floats: mantissa with at most one dot, optional exponent.
+    let (mantissa, exponent) = match lower.split_once('e') {
+        Some((m, e)) => (m, Some(e)),
+        None => (lower.as_str(), None),
+    };
+    if let Some(e) = exponent {
+        let e = e.strip_prefix(['+', '-']).unwrap_or(e);
+        if !digits(e, dec) {
+            return false;
+        }
+    }
+    let mantissa = mantissa.strip_prefix(['+', '-']).unwrap_or(mantissa);
+    match mantissa.split_once('.') {
+        Some((int, frac)) => {
+            (int.is_empty() || digits(int, dec))
+                && (frac.is_empty() || digits(frac, dec))
+                && mantissa.bytes().any(|b| b.is_ascii_digit())
+        }
+        None => exponent.is_some() && digits(mantissa, dec),
+    }
+}
+
+/// `YYYY-M-D` at the start (YAML 1.1 timestamps).
+fn is_date_prefix(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.len() < 8 || !b[..4].iter().all(u8::is_ascii_digit) || b[4] != b'-' {
+        return false;
+    }
+    let rest = &s[5..];
+    let (month, rest) = match rest.split_once('-') {
+        Some(x) => x,
+        None => return false,
+    };
+    let day: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    (1..=2).contains(&month.len())
+        && month.bytes().all(|c| c.is_ascii_digit())
+        && (1..=2).contains(&day.len())
+}
+
+fn literal_ok(s: &str) -> bool {
+    // Literal scalars cannot hold control characters (other than tab/newline), carriage returns,
+    // or trailing spaces on a line (kept, but some tools strip them), nor start with a space on
+    // the first line without an indentation indicator — fall back to double quotes for those.
+    !s.starts_with(' ')
+        && !s.starts_with('\n')
+        && !s.chars().any(|c| {
+            (c.is_control() && c != '\n' && c != '\t')
+                || matches!(c, '\u{feff}' | '\u{2028}' | '\u{2029}' | '\u{85}')
+        })
+        && !s
+            .lines()
+            .any(|l| l.ends_with(' ') || l.ends_with('\t') || l.starts_with('\t'))
+}
+
+fn literal(out: &mut String, s: &str, indent: usize) {
+    let body = s.trim_end_matches('\n');
+    let trailing = s.len() - body.len();
+    out.push('|');
+    match trailing {
+        0 => out.push('-'),
+        1 => {}
+        _ => out.push('+'),
+    }
+    for line in s[..body.len()].split('\n') {
+        out.push('\n');
+        if !line.is_empty() {
+            pad(out, indent);
+            out.push_str(line);
+        }
+    }
+    // With `+` the extra newlines are part of the value; the final one ends the scalar line.
+    for _ in 1..trailing {
+        out.push('\n');
+    }
+}
+
+fn double_quoted(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            '\0' => out.push_str("\\0"),
+            '\u{85}' => out.push_str("\\N"),
+            '\u{2028}' => out.push_str("\\L"),
+            '\u{2029}' => out.push_str("\\P"),
+            c if c.is_control() || c == '\u{feff}' => {
+                let _ = write!(out, "\\u{:04X}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn pad(out: &mut String, n: usize) {
+    for _ in 0..n {
+        out.push(' ');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn emit(v: &Value) -> String {
+        let mut s = String::new();
+        emit_document(&mut s, v);
+        s
+    }
+
+    /// Emitting then parsing gives back the same value.
+    fn roundtrip(src: &str) -> String {
+        let v: Value = serde_yaml::from_str(src).unwrap();
+        let out = emit(&v);
+        let back: Value = serde_yaml::from_str(&out).unwrap_or_else(|e| panic!("{e}\n{out}"));
+        assert_eq!(back, v, "\n{out}");
+        out
+    }
+
+    #[test]
+    fn layout_matches_kyaml() {
+        let out = roundtrip(
+            "kind: X\nmetadata:\n  name: a\n  labels: {}\nspec:\n  list:\n  - a: 1\n    b: [x, z]\n  - - 1\n    - 2\n  - []\n  empty: []\n",
+        );
+        assert_eq!(
+            out,
+            "kind: X\nmetadata:\n  name: a\n  labels: {}\nspec:\n  list:\n  - a: 1\n    b:\n    - x\n    - z\n  - - 1\n    - 2\n  - []\n  empty: []\n"
+        );
+    }
+
+    #[test]
+    fn ambiguous_strings_are_double_quoted() {
+        let out = roundtrip(
+            "a: 'on'\nb: 'yes'\nc: '0755'\nd: '1e3'\ne: 'true'\nf: ''\ng: '~'\nh: '2001-12-14'\ni: '60:30'\nj: '.inf'\nk: '- x'\nl: 'a: b'\nm: 'x #y'\nn: ' lead'\no: '0x1F'\np: '1_000'\nq: '+1'\nr: 'null'\ns: '1.5'\nt: '.5'\nu: '-2e-3'\nv: '1:20'\nw: '2026-11-30T01:02:03Z'\nx: '1.'\n",
+        );
+        for line in out.lines() {
+            assert!(line.contains(": \""), "unquoted: {line}");
+        }
+    }
+
+    #[test]
+    fn ordinary_strings_stay_plain() {
+        let out = roundtrip(
+            "a: nginx:1.27.0\nb: quay.io/metallb/frr-k8s:v0.0.25\nc: 192.168.1.0/24\nd: hello world\ne: v1\nf: a-b\ng: 10m\nh: 192.168.123.200\ni: 1.27.0\nj: 192.168.123.200-192.168.123.250\nk: 1d\n",
+        );
+        assert!(!out.contains('"'), "{out}");
+    }
+
+    #[test]
+    fn multiline_strings_are_literal_blocks() {
+        let out = roundtrip(
+            "a: |\n  line one\n  line two\nb: |-\n  no newline\n  end\nc: \"x\\n\\n\"\nd: \"  lead\\nx\"\ne: \"trail \\nx\"\n",
+        );
+        assert!(out.contains("a: |\n  line one\n  line two\n"), "{out}");
+        assert!(out.contains("b: |-\n"), "{out}");
+        assert!(out.contains("c: |+\n"), "{out}");
+        assert!(out.contains("d: \"  lead\\nx\""), "{out}");
+        roundtrip("list:\n- |\n  in a list\n  two\n- k: |\n    nested\n    x\n");
+    }
+
+    #[test]
+    fn escapes_and_unicode() {
+        roundtrip(
+            "a: \"tab\\there\"\nb: \"bell\\a\"\nc: \"quote \\\" and \\\\\"\nd: \"\\u2028\"\ne: café ☕\n",
+        );
+    }
+
+    #[test]
+    fn numbers_bools_null_tags_and_odd_keys() {
+        roundtrip(
+            "1: one\ntrue: yes\nnull: ~\nf: 1.5\ni: -3\nbig: 18446744073709551615\ninf: .inf\nt: !custom {a: 1}\nu: !scalar x\n? [1, 2]\n: complex\n",
+        );
+        roundtrip("- !tag\n  - 1\n- x\n");
+    }
+
+    /// Pseudo-random strings over YAML's awkward characters survive emit → parse, as values,
+    /// keys and sequence entries, at several nesting depths.
+    #[test]
+    fn random_strings_round_trip() {
+        const ALPHABET: &[&str] = &[
+            "a", "Z", "0", "7", ".", "-", ":", "#", " ", "'", "\"", "\n", "\t", "{", "}", "[", "]",
+            ",", "!", "&", "*", "|", ">", "%", "@", "`", "?", "~", "e", "x", "_", "+", "é", "\\",
+            "\r", "\u{1}", "on", "yes", "null", "0x", "1.5", ": ", " #",
+        ];
+        let mut state: u64 = 0x9e3779b97f4a7c15;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..3000 {
+            let len = (next() % 8) as usize;
+            let s: String = (0..len)
+                .map(|_| ALPHABET[(next() % ALPHABET.len() as u64) as usize])
+                .collect();
+            let mut inner = Mapping::new();
+            inner.insert(Value::from(s.clone()), Value::from(s.clone()));
+            inner.insert(
+                "list".into(),
+                Value::Sequence(vec![Value::from(s.clone()), Value::from("x")]),
+            );
+            let mut outer = Mapping::new();
+            outer.insert("v".into(), Value::from(s.clone()));
+            outer.insert("m".into(), Value::Mapping(inner));
+            let v = Value::Sequence(vec![Value::Mapping(outer), Value::from(s.clone())]);
+            let out = emit(&v);
+            let back: Value =
+                serde_yaml::from_str(&out).unwrap_or_else(|e| panic!("{s:?}: {e}\n{out}"));
+            assert_eq!(back, v, "{s:?}\n{out}");
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! The binary's contract, end to end: CLI flags, and every input/config error path (exit code,
+//! stdout shape, stderr, and the error result's `field.path` and `resourceRef`).
+
+mod common;
+
+use std::process::Command;
+
+use common::{resource_list, run_cmd, run_fn};
+use serde_yaml::Value;
+
+const CM: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: keep-me\n  annotations:\n    config.kubernetes.io/path: cm.yaml\n    config.kubernetes.io/index: '0'\n    internal.config.kubernetes.io/path: cm.yaml\n    internal.config.kubernetes.io/index: '0'\n    config.k8s.io/id: '1'\n    kustomize.config.k8s.io/id: |\n      kind: ConfigMap\n      name: keep-me\n      version: v1\nzUnknown: {b: 1, a: [3, 2]}\ndata: {k: v}";
+
+/// Input that is not a ResourceList: exit 1, a message on stderr, nothing on stdout.
+fn assert_rejected_input(input: &[u8], stderr_needle: &str) {
+    let run = run_fn(input);
+    assert_eq!(run.code, 1, "stderr: {}", run.stderr);
+    assert!(
+        run.stdout.is_empty(),
+        "stdout must be empty, got {:?}",
+        run.stdout_str()
+    );
+    assert!(
+        run.stderr.contains(stderr_needle),
+        "stderr {:?} lacks {stderr_needle:?}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+}
+
+#[test]
+fn malformed_input_is_rejected_without_output() {
+    assert_rejected_input(b"", "input is empty");
+    assert_rejected_input(b"\n\n", "input is empty");
+    assert_rejected_input(
+        b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: [\n",
+        "line 4, column 1",
+    );
+    assert_rejected_input(b"{\"kind\": \"ResourceList\",", "line 1, column");
+    assert_rejected_input(
+        b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+        "kind is \"ConfigMap\"",
+    );
+    assert_rejected_input(
+        b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n",
+        "items is missing",
+    );
+    assert_rejected_input(
+        b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: {}\n",
+        "items is not a list",
+    );
+    assert_rejected_input(
+        b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n---\na: 1\n",
+        "more than one document",
+    );
+    assert_rejected_input(
+        b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- name: \xc3\x28\n",
+        "not UTF-8",
+    );
+}
+
+#[test]
+fn hostile_input_ends_quickly_with_an_error() {
+    let deep = format!(
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- a: {}{}\n",
+        "[".repeat(200_000),
+        "]".repeat(200_000)
+    );
+    assert_rejected_input(deep.as_bytes(), "nested deeper");
+    let block_deep = {
+        let mut s =
+            String::from("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- a:\n");
+        for i in 0..200 {
+            s.push_str(&" ".repeat(2 * i + 4));
+            s.push_str("b:\n");
+        }
+        s
+    };
+    assert_rejected_input(block_deep.as_bytes(), "recursion limit");
+    let mut laughs = String::from(
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n",
+    );
+    for i in 1..10 {
+        let p = i - 1;
+        laughs.push_str(&format!(
+            "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+        ));
+    }
+    laughs.push_str("items: [*a9]\n");
+    assert_rejected_input(laughs.as_bytes(), "repetition limit");
+}
+
+/// Config errors: exit 1, stdout is a valid ResourceList with the input items unchanged and one
+/// error result naming the config object and field.
+fn assert_config_error(function_config: Option<&str>, field_path: &str) -> Value {
+    let input = resource_list(&[CM], function_config);
+    let run = run_fn(input.as_bytes());
+    assert_eq!(run.code, 1, "stderr: {}", run.stderr);
+    let out = run.resource_list();
+    let inp: Value = serde_yaml::from_str(&input).unwrap();
+    assert_eq!(out["apiVersion"], "config.kubernetes.io/v1");
+    assert_eq!(out["kind"], "ResourceList");
+    assert_eq!(
+        out["items"], inp["items"],
+        "items must come out exactly as they came in"
+    );
+    let results = run.results();
+    assert_eq!(results.len(), 1, "{results:?}");
+    let r = &results[0];
+    assert_eq!(r["severity"], "error");
+    assert_eq!(r["field"]["path"], field_path, "{r:?}");
+    if function_config.is_some() {
+        assert!(
+            r["resourceRef"]["kind"].is_string(),
+            "resourceRef missing: {r:?}"
+        );
+    }
+    assert!(
+        run.stderr.contains(field_path),
+        "stderr names the field: {}",
+        run.stderr
+    );
+    r.clone()
+}
+
+#[test]
+fn config_errors_name_the_field_and_leave_items_unchanged() {
+    assert_config_error(None, "functionConfig");
+    let typed =
+        "apiVersion: fn.cutover.dev/v1alpha1\nkind: MetalLBImagePrepull\nmetadata: {name: c}\n";
+    assert_config_error(
+        Some(&format!("{typed}spec:\n  waitTimeout: soon\n")),
+        "spec.waitTimeout",
+    );
+    assert_config_error(
+        Some(&format!("{typed}spec:\n  waitTimeoutt: 5m\n")),
+        "spec.waitTimeoutt",
+    );
+    assert_config_error(
+        Some(&format!("{typed}spec:\n  runAsUser: lots\n")),
+        "spec.runAsUser",
+    );
+    assert_config_error(
+        Some(&format!("{typed}spec:\n  onTimeout: retry\n")),
+        "spec.onTimeout",
+    );
+    assert_config_error(
+        Some("apiVersion: fn.cutover.dev/v1alpha1\nkind: Mystery\nmetadata: {name: c}\n"),
+        "kind",
+    );
+    assert_config_error(
+        Some("apiVersion: fn.cutover.dev/v9\nkind: MetalLBImagePrepull\nmetadata: {name: c}\n"),
+        "apiVersion",
+    );
+    assert_config_error(
+        Some("apiVersion: example.com/v1\nkind: Foo\nmetadata: {name: c}\n"),
+        "apiVersion",
+    );
+    let announcer =
+        "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata: {name: c}\n";
+    assert_config_error(
+        Some(&format!("{announcer}spec:\n  announcer: bgp\n")),
+        "spec.announcer",
+    );
+    assert_config_error(
+        Some(&format!("{announcer}spec:\n  ciliumVersion: [1]\n")),
+        "spec.ciliumVersion",
+    );
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\n";
+    assert_config_error(Some(cm), "data.mode");
+    assert_config_error(
+        Some(&format!("{cm}data: {{mode: teleport}}\n")),
+        "data.mode",
+    );
+    assert_config_error(
+        Some(&format!(
+            "{cm}data: {{mode: metallb-image-prepull, onTimeout: later}}\n"
+        )),
+        "data.onTimeout",
+    );
+    assert_config_error(
+        Some(&format!(
+            "{cm}data: {{mode: load-balancer-announcer, colour: blue}}\n"
+        )),
+        "data.colour",
+    );
+}
+
+#[test]
+fn existing_results_are_kept_and_new_ones_appended() {
+    let mut input = resource_list(&[CM], None);
+    input.push_str("results:\n- message: from an earlier function\n  severity: info\n");
+    let run = run_fn(input.as_bytes());
+    let results = run.results();
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0]["message"], "from an earlier function");
+    assert_eq!(results[1]["field"]["path"], "functionConfig");
+}
+
+#[test]
+fn json_input_is_accepted() {
+    let run = run_fn(br#"{"apiVersion":"config.kubernetes.io/v1beta1","kind":"ResourceList","items":[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}]}"#);
+    assert_eq!(run.code, 1);
+    assert_eq!(run.resource_list()["items"][0]["metadata"]["name"], "a");
+}
+
+#[test]
+fn help_version_and_schema() {
+    let help = run_cmd(Command::new(common::bin()).arg("--help"));
+    assert_eq!(help.code, 0);
+    assert!(help.stdout_str().contains("cutover schema [KIND]"));
+    let version = run_cmd(Command::new(common::bin()).arg("--version"));
+    assert_eq!(
+        version.stdout_str(),
+        format!("cutover {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    for kind in ["MetalLBImagePrepull", "LoadBalancerAnnouncer"] {
+        let run = run_cmd(Command::new(common::bin()).args(["schema", kind]));
+        assert_eq!(run.code, 0);
+        let schema: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+        assert_eq!(schema["properties"]["kind"]["enum"][0], kind);
+        assert_eq!(schema["properties"]["spec"]["additionalProperties"], false);
+    }
+    let bad = run_cmd(Command::new(common::bin()).args(["schema", "Nope"]));
+    assert_eq!(bad.code, 2);
+    assert!(bad.stdout.is_empty());
+    let bad = run_cmd(Command::new(common::bin()).arg("--frobnicate"));
+    assert_eq!(bad.code, 2);
+}
