@@ -26,6 +26,16 @@ fn inputs() -> Vec<(&'static str, Vec<u8>)> {
         .collect()
 }
 
+/// Each item's input text, as `cutover-identity` and the function copy unchanged items.
+fn verbatim<'a>(input: &'a [u8], list: &io::ResourceList) -> Vec<Option<&'a str>> {
+    let text = std::str::from_utf8(input).expect("UTF-8");
+    list.item_spans
+        .iter()
+        .flatten()
+        .map(|span| text.get(span.clone()))
+        .collect()
+}
+
 fn engine(c: &mut Criterion) {
     let inputs = inputs();
 
@@ -42,10 +52,26 @@ fn engine(c: &mut Criterion) {
     for (name, input) in &inputs {
         let list = io::parse(input).expect("parse");
         group.throughput(Throughput::Bytes(input.len() as u64));
-        group.bench_function(*name, |b| {
+        // Every item emitted (what a run that changed every item pays) ...
+        group.bench_function(format!("all/{name}"), |b| {
             b.iter(|| {
                 io::write(
                     black_box(&list.items),
+                    &[],
+                    list.function_config.as_ref(),
+                    &list.results,
+                    &[],
+                )
+                .expect("emit")
+            })
+        });
+        // ... and every item copied from its input text (a run that changed nothing).
+        let verbatim = verbatim(input, &list);
+        group.bench_function(format!("verbatim/{name}"), |b| {
+            b.iter(|| {
+                io::write(
+                    black_box(&list.items),
+                    &verbatim,
                     list.function_config.as_ref(),
                     &list.results,
                     &[],
@@ -90,6 +116,7 @@ fn engine(c: &mut Criterion) {
                 let list = io::parse(black_box(input)).expect("parse");
                 io::write(
                     &list.items,
+                    &verbatim(input, &list),
                     list.function_config.as_ref(),
                     &list.results,
                     &[],
