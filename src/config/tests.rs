@@ -44,7 +44,8 @@ fn typed_fields_are_decoded() {
     };
     assert_eq!(spec.upgrade, UpgradeMode::True);
     assert_eq!(spec.on_timeout, OnTimeout::Fail);
-    assert_eq!(spec.images, Some(vec!["a:1".to_string()]));
+    let images: Vec<String> = spec.images.unwrap().iter().map(|i| i.to_string()).collect();
+    assert_eq!(images, vec!["a:1".to_string()]);
 }
 
 #[test]

@@ -3,7 +3,17 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 
+use super::image::ImageRef;
 use crate::config::types::Duration;
+
+/// Default frr-k8s image of Sylva 1.7 (frr-k8s v0.0.25).
+pub const DEFAULT_FRR_K8S_IMAGE: &str = "quay.io/metallb/frr-k8s:v0.0.25";
+/// Default FRR image of Sylva 1.7 (frr 10.4.3).
+pub const DEFAULT_FRR_IMAGE: &str = "quay.io/frrouting/frr:10.4.3";
+/// Default waiter image: Sylva's own `kube-job` image (kubectl + POSIX shell), which every Sylva
+/// deployment already mirrors for its kube-job units.
+pub const DEFAULT_WAITER_IMAGE: &str =
+    "registry.gitlab.com/sylva-projects/sylva-elements/container-images/kube-job:v1.2.1";
 
 /// Configuration of the MetalLB image prepull mode. Every field is optional.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -20,12 +30,16 @@ pub struct MetalLBImagePrepullSpec {
     pub values_from: Option<ValuesSource>,
     /// Name of the gated Flux Kustomization.
     pub kustomization: String,
-    /// Images to pre-pull, replacing the defaults and any chart-value overrides.
-    pub images: Option<Vec<String>>,
+    /// Images to pre-pull, replacing the defaults and any chart-value overrides. Each must be
+    /// pinned (tag other than `latest`, or digest); the MetalLB speaker image is refused.
+    pub images: Option<Vec<ImageRef>>,
+    /// Command each pre-pull init container runs in its image: a no-op that exits 0. The
+    /// default needs `/bin/sh`, which the frr-k8s and frr images (Alpine based) have.
+    pub noop_command: Vec<String>,
     /// Image of the long-running container of the prepull DaemonSet.
-    pub pause_image: String,
-    /// Image of the waiter Job (needs a `kubectl` binary as entrypoint-compatible command).
-    pub waiter_image: String,
+    pub pause_image: ImageRef,
+    /// Image of the waiter Job: needs `/bin/sh` and `kubectl` (default: Sylva's kube-job image).
+    pub waiter_image: ImageRef,
     /// Namespace of the DaemonSet and waiter objects.
     pub namespace: String,
     /// How long the waiter Job waits for the DaemonSet rollout.
@@ -42,7 +56,8 @@ pub struct MetalLBImagePrepullSpec {
     pub image_pull_secrets: Vec<String>,
     /// Tolerations of the prepull pods; default tolerates every taint.
     pub tolerations: Option<Vec<Toleration>>,
-    /// Non-root uid the prepull and waiter containers run as.
+    /// Non-root uid the prepull and waiter containers run as (the frr and frr-k8s images
+    /// default to root, so Pod Security "restricted" needs an explicit uid).
     pub run_as_user: i64,
 }
 
@@ -54,8 +69,9 @@ impl Default for MetalLBImagePrepullSpec {
             values_from: None,
             kustomization: "metallb".into(),
             images: None,
-            pause_image: "registry.k8s.io/pause:3.10".into(),
-            waiter_image: "registry.k8s.io/kubectl:v1.34.2".into(),
+            noop_command: vec!["/bin/sh".into(), "-c".into(), "exit 0".into()],
+            pause_image: ImageRef::parse("registry.k8s.io/pause:3.10").expect("valid default"),
+            waiter_image: ImageRef::parse(DEFAULT_WAITER_IMAGE).expect("valid default"),
             namespace: "metallb-system".into(),
             wait_timeout: Duration::parse("10m").expect("valid default"),
             on_timeout: OnTimeout::Proceed,

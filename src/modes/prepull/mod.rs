@@ -1,22 +1,192 @@
 //! MetalLB image prepull mode (`MetalLBImagePrepull`).
+//!
+//! On a Sylva 1.6 → 1.7 upgrade with BGP peers, adds a gated `metallb-image-prepull` Flux unit
+//! that pre-pulls the frr-k8s and frr images on every node, and makes the `metallb` unit depend
+//! on it, so frr-k8s pods start in seconds when the chart switches the BGP backend.
+//!
+//! Flow (kpt catalog style): read config → index items → find the sylva values → evaluate the
+//! gate → resolve images → render the unit → reconcile with what an earlier run generated.
 
 mod config;
+mod gate;
+mod image;
+mod images;
+mod inputs;
+mod reconcile;
+mod render;
+mod unit;
+mod values;
 
 pub use config::*;
+pub use image::ImageRef;
+pub use inputs::{GENERATED_BY, UNIT};
 
 use serde_yaml::Value;
 
-use crate::krm::{KrmResult, Outcome};
+use crate::krm::{KrmObject, KrmResult, Outcome};
 
-/// Runs the mode. (The mode logic lands with its own issue.)
+/// Field path of a configuration field in the form the user wrote: `spec.<field>` for the
+/// typed kind, `data.<field>` for the kpt ConfigMap form.
+pub(crate) fn config_field(fc: Option<&Value>, field: &str) -> String {
+    match fc {
+        Some(fc) if fc.is("", "ConfigMap") => format!("data.{field}"),
+        _ => format!("spec.{field}"),
+    }
+}
+
+/// Runs the mode: any error result leaves every item as it came in.
 pub fn run(
-    _spec: &MetalLBImagePrepullSpec,
-    _items: &[Value],
-    _function_config: Option<&Value>,
+    spec: &MetalLBImagePrepullSpec,
+    items: &[Value],
+    function_config: Option<&Value>,
 ) -> Outcome {
-    let mut outcome = Outcome::default();
-    outcome.push(KrmResult::error(
-        "metallb-image-prepull is not implemented yet",
-    ));
-    outcome
+    match plan(spec, items, function_config) {
+        Ok(outcome) => outcome,
+        Err(error) => Outcome {
+            edits: Vec::new(),
+            results: vec![error],
+        },
+    }
+}
+
+fn fc_error(fc: Option<&Value>, message: String, field: &str) -> KrmResult {
+    let r = KrmResult::error(message).field(config_field(fc, field));
+    match fc {
+        Some(fc) => r.about(fc),
+        None => r,
+    }
+}
+
+/// Checks the configuration values serde cannot.
+fn validate(spec: &MetalLBImagePrepullSpec, fc: Option<&Value>) -> Result<(), KrmResult> {
+    if spec.run_as_user <= 0 {
+        return Err(fc_error(
+            fc,
+            format!(
+                "runAsUser must be a non-root uid (> 0), got {}: Pod Security \"restricted\" forbids root and the frr images default to root",
+                spec.run_as_user
+            ),
+            "runAsUser",
+        ));
+    }
+    if spec.noop_command.is_empty() || spec.noop_command[0].is_empty() {
+        return Err(fc_error(
+            fc,
+            "noopCommand must name a program that exits 0 in every pre-pulled image".into(),
+            "noopCommand",
+        ));
+    }
+    for (field, value) in [
+        ("namespace", &spec.namespace),
+        ("kustomization", &spec.kustomization),
+    ] {
+        if value.is_empty() {
+            return Err(fc_error(fc, format!("{field} must not be empty"), field));
+        }
+    }
+    Ok(())
+}
+
+fn plan(
+    spec: &MetalLBImagePrepullSpec,
+    items: &[Value],
+    fc: Option<&Value>,
+) -> Result<Outcome, KrmResult> {
+    validate(spec, fc)?;
+    unit::payload_dir(spec, fc)?;
+    let inputs = inputs::Inputs::scan(items, fc, &spec.kustomization);
+    let generator = inputs.is_generator_call();
+    let Some(values) = values::locate(spec, items, &inputs, fc)? else {
+        let message = if generator {
+            "no sylva values: a kustomize generator receives only its function config, so give the values inline in spec.values".to_string()
+        } else {
+            "no sylva values found: give spec.values, spec.valuesFrom, or include Secret sylva-units-values, ConfigMap sylva-units-values or HelmRelease sylva-units among the items".to_string()
+        };
+        return Err(fc_error(fc, message, "values"));
+    };
+    let gate = gate::evaluate(spec, items, &inputs, &values, fc)?;
+    let gated = gate.gated.map(|i| &items[i]);
+    if let Some(g) = gated {
+        unit::depends_on(g)?;
+    }
+    let mut out = Outcome::default();
+    out.push(
+        KrmResult::info(format!("sylva values read from {}", values.describe(items)))
+            .tag("check", "values"),
+    );
+    for (check, condition) in [
+        ("upgrade", &gate.upgrade),
+        ("bgp", &gate.bgp),
+        ("metallb", &gate.metallb),
+    ] {
+        let r = KrmResult::info(format!(
+            "gate condition {check}: {} — {}",
+            if condition.met { "met" } else { "not met" },
+            condition.evidence
+        ))
+        .tag("check", check);
+        out.push(match condition.about {
+            Some(i) => r.about(&items[i]),
+            None => r,
+        });
+    }
+    if gate.bgp.met {
+        out.push(
+            KrmResult::info(gate.case.1.clone())
+                .tag("check", "case")
+                .tag("case", gate.case.0.tag()),
+        );
+    }
+    if !gate.is_open() {
+        reconcile::remove_unit(items, &inputs, gate.gated, &mut out);
+        out.push(
+            KrmResult::info(format!(
+                "gate closed, no {UNIT} unit: {}",
+                gate.closed_reason()
+            ))
+            .tag("check", "gate"),
+        );
+        return Ok(out);
+    }
+    let images = images::resolve(spec, items, &inputs, &values, fc)?;
+    for image in &images {
+        out.push(
+            KrmResult::info(format!("pre-pull {} ({})", image.image, image.source))
+                .tag("check", "images"),
+        );
+    }
+    let settings = unit::settings(spec, items, &inputs, gated, fc)?;
+    let rendered = render::render(spec, &images, &settings);
+    let changed = reconcile::apply_unit(items, &inputs, rendered.objects, &mut out);
+    match gate.gated {
+        Some(index) if !generator => {
+            reconcile::add_depends_on(index, &items[index], &mut out);
+        }
+        _ => out.push(
+            KrmResult::info(format!(
+                "kustomize generator call (only the function config came in): the {UNIT} unit and its payload are emitted, \
+                 but Kustomization {} is not among the items, so its spec.dependsOn was NOT rewritten; add {{name: {UNIT}}} to it yourself",
+                spec.kustomization
+            ))
+            .tag("check", "depends-on"),
+        ),
+    }
+    let on_timeout = match spec.on_timeout {
+        OnTimeout::Proceed => "then proceeds and logs the nodes not covered",
+        OnTimeout::Fail => "then fails, keeping metallb blocked",
+    };
+    out.push(
+        KrmResult::info(format!(
+            "gate open: {UNIT} pre-pulls {} image(s) on every node in namespace {}; waiter Job {} waits up to {} ({on_timeout}); \
+             Flux health-checks it with timeout {}; {}",
+            images.len(),
+            spec.namespace,
+            rendered.job_name,
+            spec.wait_timeout.as_str(),
+            rendered.flux_timeout,
+            if changed { "unit written" } else { "unit already up to date" }
+        ))
+        .tag("check", "summary"),
+    );
+    Ok(out)
 }

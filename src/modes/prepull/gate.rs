@@ -1,0 +1,410 @@
+//! The gate: the prepull unit exists only on an upgrade of a cluster with BGP (L3) MetalLB config
+//! and MetalLB enabled. Each condition carries its evidence so the results explain the decision.
+
+use serde_yaml::Value;
+
+use super::config::{MetalLBImagePrepullSpec, UpgradeMode};
+use super::config_field;
+use super::inputs::{Inputs, STATUS_NAME};
+use super::values::{Origin, SylvaValues, type_name};
+use crate::krm::{KrmObject, KrmResult};
+
+/// One gate condition and why it holds or not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Condition {
+    /// Whether the condition holds.
+    pub met: bool,
+    /// Evidence, for the result message.
+    pub evidence: String,
+    /// The item the evidence comes from, if any.
+    pub about: Option<usize>,
+}
+
+/// Which row of the Sylva backend table this upgrade is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Case {
+    /// Case (1) → (3): no peer uses BFD or route learning, 1.6 ran the native speaker.
+    NativeToFrrK8s,
+    /// Case (2) → (4): some peer uses BFD or route learning, 1.6 already ran frr-k8s.
+    FrrK8sVersionBump,
+}
+
+impl Case {
+    /// Short name for result tags.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Case::NativeToFrrK8s => "native-to-frr-k8s",
+            Case::FrrK8sVersionBump => "frr-k8s-version-bump",
+        }
+    }
+}
+
+/// All gate conditions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gate {
+    /// This render is an upgrade.
+    pub upgrade: Condition,
+    /// BGP L3 configuration is present.
+    pub bgp: Condition,
+    /// MetalLB is enabled and its Kustomization is in the items.
+    pub metallb: Condition,
+    /// Backend transition, with its evidence.
+    pub case: (Case, String),
+    /// Position of the gated Kustomization.
+    pub gated: Option<usize>,
+}
+
+impl Gate {
+    /// True when every condition holds.
+    pub fn is_open(&self) -> bool {
+        self.upgrade.met && self.bgp.met && self.metallb.met
+    }
+
+    /// One-line reason the gate is closed (first failing condition first).
+    pub fn closed_reason(&self) -> String {
+        [&self.upgrade, &self.bgp, &self.metallb]
+            .into_iter()
+            .filter(|c| !c.met)
+            .map(|c| c.evidence.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// Evaluates the gate. Errors are bad input (malformed values or Kustomizations).
+pub fn evaluate(
+    spec: &MetalLBImagePrepullSpec,
+    items: &[Value],
+    inputs: &Inputs,
+    values: &SylvaValues,
+    fc: Option<&Value>,
+) -> Result<Gate, KrmResult> {
+    let metallb = metallb_enabled(spec, items, inputs, values)?;
+    let upgrade = upgrade(spec, items, inputs, values);
+    let (bgp, case) = bgp(items, inputs, values, fc)?;
+    Ok(Gate {
+        upgrade,
+        bgp,
+        metallb: metallb.0,
+        case,
+        gated: metallb.1,
+    })
+}
+
+/// Reads a boolean that may be written as a string (sylva values often are GoTPL output).
+/// `None` for anything else, including unrendered templates.
+fn as_bool(v: &Value) -> Option<bool> {
+    match v {
+        Value::Bool(b) => Some(*b),
+        Value::String(s) => match s.trim() {
+            "true" | "True" => Some(true),
+            "false" | "False" => Some(false),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn as_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) if !s.contains("{{") && !s.trim().is_empty() => Some(s.trim().to_owned()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn upgrade(
+    spec: &MetalLBImagePrepullSpec,
+    items: &[Value],
+    inputs: &Inputs,
+    values: &SylvaValues,
+) -> Condition {
+    let status_cm = inputs.status_configmap.map(|i| &items[i]);
+    let status_ks = inputs.status_kustomization.map(|i| &items[i]);
+    let previous = status_cm
+        .and_then(|cm| cm.get("data")?.get("sylva-units-chart-version"))
+        .and_then(as_text);
+    let target = status_ks
+        .and_then(|ks| ks.annotation("target-sylva-units-chart-version"))
+        .map(str::to_owned)
+        .or_else(|| {
+            values
+                .get(&["_internal", "sylva_core_version"])
+                .and_then(as_text)
+        });
+    let versions = match (&previous, &target) {
+        (Some(p), Some(t)) => format!("upgrade from {p} to {t}"),
+        (Some(p), None) => format!("upgrade from {p}"),
+        (None, Some(t)) => format!("upgrade to {t}"),
+        _ => "upgrade".to_string(),
+    };
+    let (met, why, about) = match spec.upgrade {
+        UpgradeMode::True => (true, "spec.upgrade is true".to_string(), None),
+        UpgradeMode::False => (false, "spec.upgrade is false".to_string(), None),
+        UpgradeMode::Auto => {
+            let flag = values
+                .get(&["_internal", "state", "is_upgrade"])
+                .and_then(as_bool);
+            let inventory = status_ks.is_some_and(|ks| {
+                ks.get("status")
+                    .and_then(|s| s.get("inventory"))
+                    .and_then(|i| i.get("entries"))
+                    .and_then(Value::as_sequence)
+                    .is_some_and(|e| !e.is_empty())
+            });
+            let about_values = match values.origin {
+                Origin::Item { index, .. } => Some(index),
+                Origin::Inline => None,
+            };
+            match flag {
+                Some(b) => (
+                    b,
+                    format!("_internal.state.is_upgrade is {b} in the values"),
+                    about_values,
+                ),
+                None if inventory => (
+                    true,
+                    format!(
+                        "Kustomization {STATUS_NAME} has inventory entries (a full install completed)"
+                    ),
+                    inputs.status_kustomization,
+                ),
+                None if status_cm.is_some() => (
+                    true,
+                    format!("ConfigMap {STATUS_NAME} is present (a full install completed)"),
+                    inputs.status_configmap,
+                ),
+                None => (
+                    false,
+                    format!(
+                        "no _internal.state.is_upgrade in the values and no reconciled {STATUS_NAME} among the items"
+                    ),
+                    None,
+                ),
+            }
+        }
+    };
+    let evidence = if met {
+        format!("{versions}: {why}")
+    } else {
+        format!("fresh install, not an upgrade: {why}")
+    };
+    Condition {
+        met,
+        evidence,
+        about,
+    }
+}
+
+fn bgp(
+    items: &[Value],
+    inputs: &Inputs,
+    values: &SylvaValues,
+    fc: Option<&Value>,
+) -> Result<(Condition, (Case, String)), KrmResult> {
+    const PATH: [&str; 4] = ["metallb", "bgp_lbs", "l3_options", "bgp_peers"];
+    let dotted = PATH.join(".");
+    let bad = |message: String| {
+        let r = KrmResult::error(message);
+        match &values.origin {
+            Origin::Inline => {
+                let r = r.field(config_field(fc, &format!("values.{dotted}")));
+                match fc {
+                    Some(fc) => r.about(fc),
+                    None => r,
+                }
+            }
+            Origin::Item { index, field } => r.about(&items[*index]).field(field.clone()),
+        }
+    };
+    let mut peers: Vec<(String, &Value)> = Vec::new();
+    match values.get(&PATH) {
+        None | Some(Value::Null) => {}
+        Some(Value::Mapping(m)) => {
+            for (k, v) in m {
+                let name = as_text(k).unwrap_or_else(|| format!("{k:?}"));
+                peers.push((name, v));
+            }
+        }
+        // The list form predates Sylva 1.4; still read it.
+        Some(Value::Sequence(s)) => {
+            for (i, v) in s.iter().enumerate() {
+                peers.push((format!("[{i}]"), v));
+            }
+        }
+        Some(other) => {
+            return Err(bad(format!(
+                "{dotted} must be a mapping of peer name to peer, found {}",
+                type_name(other)
+            )));
+        }
+    }
+    let mut frr_peers = Vec::new();
+    for (name, peer) in &peers {
+        let Value::Mapping(p) = peer else {
+            return Err(bad(format!(
+                "{dotted}.{name} must be a mapping (peer_address, peer_asn, ...), found {}",
+                type_name(peer)
+            )));
+        };
+        let set = |k: &str| {
+            p.get(k)
+                .is_some_and(|v| !matches!(v, Value::Null) && v.as_str() != Some(""))
+        };
+        if set("bfd_profile") || set("receive_routes") {
+            frr_peers.push(name.clone());
+        }
+    }
+    let bfd_objects: Vec<&Value> = inputs
+        .bgp_peers
+        .iter()
+        .map(|&i| &items[i])
+        .filter(|p| {
+            p.get("spec")
+                .and_then(|s| s.get("bfdProfile"))
+                .and_then(Value::as_str)
+                .is_some_and(|s| !s.is_empty())
+        })
+        .collect();
+    let met = !peers.is_empty() || !inputs.bgp_peers.is_empty();
+    let evidence = if !peers.is_empty() {
+        format!(
+            "{} BGP peer(s) in {dotted} ({})",
+            peers.len(),
+            values_names(&peers)
+        )
+    } else if !inputs.bgp_peers.is_empty() {
+        format!(
+            "{} MetalLB BGPPeer object(s) among the items",
+            inputs.bgp_peers.len()
+        )
+    } else {
+        format!(
+            "no BGP L3 configuration: {dotted} is empty and no BGPPeer is among the items (L2-only MetalLB is not affected)"
+        )
+    };
+    let about = match (&values.origin, peers.is_empty()) {
+        (Origin::Item { index, .. }, false) => Some(*index),
+        (_, true) => inputs.bgp_peers.first().copied(),
+        _ => None,
+    };
+    let case = if !frr_peers.is_empty() {
+        (
+            Case::FrrK8sVersionBump,
+            format!(
+                "frr-k8s version bump (case (2) -> (4)): peer(s) {} use bfd_profile or receive_routes, so 1.6 already runs frr-k8s",
+                frr_peers.join(", ")
+            ),
+        )
+    } else if !bfd_objects.is_empty() || !inputs.frr_configurations.is_empty() {
+        (
+            Case::FrrK8sVersionBump,
+            "frr-k8s version bump (case (2) -> (4)): BGPPeer objects with bfdProfile or FRRConfiguration objects show frr-k8s already runs".to_string(),
+        )
+    } else {
+        (
+            Case::NativeToFrrK8s,
+            "native BGP speaker -> frr-k8s (case (1) -> (3)): no peer uses bfd_profile or receive_routes".to_string(),
+        )
+    };
+    Ok((
+        Condition {
+            met,
+            evidence,
+            about,
+        },
+        case,
+    ))
+}
+
+fn values_names(peers: &[(String, &Value)]) -> String {
+    peers
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn metallb_enabled(
+    spec: &MetalLBImagePrepullSpec,
+    items: &[Value],
+    inputs: &Inputs,
+    values: &SylvaValues,
+) -> Result<(Condition, Option<usize>), KrmResult> {
+    let name = &spec.kustomization;
+    let disabled = values
+        .get(&["units", "metallb", "enabled"])
+        .and_then(as_bool)
+        == Some(false);
+    let gated = match inputs.gated.as_slice() {
+        [] => None,
+        [index] => Some(*index),
+        [first, second, ..] => {
+            return Err(KrmResult::error(format!(
+                "{} Flux Kustomizations are named {name} (also in namespace {}): cannot tell which one to gate; remove the duplicate or gate another one with spec.kustomization",
+                inputs.gated.len(),
+                items[*second].namespace().unwrap_or("(none)")
+            ))
+            .about(&items[*first])
+            .field("metadata.name"));
+        }
+    };
+    if let Some(index) = gated {
+        let item = &items[index];
+        match item.get("spec") {
+            Some(Value::Mapping(_)) => {}
+            Some(other) => {
+                return Err(KrmResult::error(format!(
+                    "Kustomization {name} has a spec that is {}, not a mapping",
+                    type_name(other)
+                ))
+                .about(item)
+                .field("spec"));
+            }
+            None => {
+                return Err(KrmResult::error(format!(
+                    "Kustomization {name} has no spec: cannot copy its sourceRef or add dependsOn"
+                ))
+                .about(item)
+                .field("spec"));
+            }
+        }
+    }
+    let condition = if disabled {
+        Condition {
+            met: false,
+            evidence: "MetalLB is disabled: units.metallb.enabled is false".into(),
+            about: gated,
+        }
+    } else if inputs.is_generator_call() {
+        Condition {
+            met: true,
+            evidence: format!(
+                "units.metallb.enabled is not false (kustomize generator call: Kustomization {name} not checked)"
+            ),
+            about: None,
+        }
+    } else if let Some(index) = gated {
+        Condition {
+            met: true,
+            evidence: format!(
+                "MetalLB enabled: Kustomization {}{} is among the items and units.metallb.enabled is not false",
+                items[index]
+                    .namespace()
+                    .map(|ns| format!("{ns}/"))
+                    .unwrap_or_default(),
+                items[index].name()
+            ),
+            about: Some(index),
+        }
+    } else {
+        Condition {
+            met: false,
+            evidence: format!(
+                "MetalLB is not deployed: no Flux Kustomization {name} among the items"
+            ),
+            about: None,
+        }
+    };
+    Ok((condition, gated))
+}

@@ -1,0 +1,302 @@
+//! Which images to pre-pull: `spec.images`, else the frr-k8s and frr refs the metallb chart will
+//! actually use (chart value overrides, so an air-gapped mirror is hit), else the Sylva 1.7
+//! defaults. The speaker image is never pre-pulled.
+
+use serde_yaml::Value;
+
+use super::config::{DEFAULT_FRR_IMAGE, DEFAULT_FRR_K8S_IMAGE, MetalLBImagePrepullSpec};
+use super::config_field;
+use super::image::ImageRef;
+use super::inputs::Inputs;
+use super::values::{Origin, SylvaValues};
+use crate::krm::{KrmObject, KrmResult};
+
+/// One image to pre-pull and where its ref came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrepullImage {
+    /// The pinned ref.
+    pub image: ImageRef,
+    /// Where it came from, for the result message.
+    pub source: String,
+}
+
+/// Why the speaker must not be pre-pulled (shared by the error results).
+pub const SPEAKER_REASON: &str = "the MetalLB speaker image must not be pre-pulled: the native \
+     speaker pods must roll slowly (pulling their new image) so that at least one frr-k8s pod is \
+     up before the last native speaker pod is replaced; the speaker reports Ready on process \
+     start, not when BGP is re-established, so a pre-pulled speaker rolls in seconds and \
+     withdraws every route at once";
+
+/// A metallb chart value tree that may override images.
+struct ChartValues<'a> {
+    values: &'a Value,
+    /// Describes the holder, e.g. `HelmRelease metallb-system/metallb spec.values`.
+    source: String,
+    /// Result about this item/field when an override is invalid.
+    about: Option<&'a Value>,
+    field: String,
+}
+
+/// (what, path of the image block under the metallb chart values, default)
+const TARGETS: [(&str, &[&str], &str); 2] = [
+    (
+        "frr-k8s",
+        &["frr-k8s", "frrk8s", "image"],
+        DEFAULT_FRR_K8S_IMAGE,
+    ),
+    (
+        "frr",
+        &["frr-k8s", "frrk8s", "frr", "image"],
+        DEFAULT_FRR_IMAGE,
+    ),
+];
+
+/// Resolves the image list.
+pub fn resolve(
+    spec: &MetalLBImagePrepullSpec,
+    items: &[Value],
+    inputs: &Inputs,
+    values: &SylvaValues,
+    fc: Option<&Value>,
+) -> Result<Vec<PrepullImage>, KrmResult> {
+    if let Some(images) = &spec.images {
+        let fc_err = |message: String, field: String| {
+            let r = KrmResult::error(message).field(config_field(fc, &field));
+            match fc {
+                Some(fc) => r.about(fc),
+                None => r,
+            }
+        };
+        if images.is_empty() {
+            return Err(fc_err(
+                "images is empty: omit it to use the frr-k8s and frr images of the metallb chart"
+                    .into(),
+                "images".into(),
+            ));
+        }
+        let mut out: Vec<PrepullImage> = Vec::with_capacity(images.len());
+        for (i, image) in images.iter().enumerate() {
+            if image.is_metallb_speaker() {
+                return Err(
+                    fc_err(format!("{image}: {SPEAKER_REASON}"), format!("images[{i}]"))
+                        .current(image.as_str()),
+                );
+            }
+            if out.iter().any(|o| o.image == *image) {
+                return Err(
+                    fc_err(format!("{image} is listed twice"), format!("images[{i}]"))
+                        .current(image.as_str()),
+                );
+            }
+            out.push(PrepullImage {
+                image: image.clone(),
+                source: "spec.images".into(),
+            });
+        }
+        return Ok(out);
+    }
+    let sources = chart_values(items, inputs, values, fc);
+    let mut out = Vec::with_capacity(TARGETS.len());
+    for (what, path, default) in TARGETS {
+        out.push(one_image(what, path, default, &sources)?);
+    }
+    Ok(out)
+}
+
+/// Chart value trees, highest precedence first.
+fn chart_values<'a>(
+    items: &'a [Value],
+    inputs: &Inputs,
+    values: &'a SylvaValues,
+    fc: Option<&'a Value>,
+) -> Vec<ChartValues<'a>> {
+    let mut out = Vec::new();
+    for &i in &inputs.metallb_helmreleases {
+        if let Some(v) = items[i]
+            .get("spec")
+            .and_then(|s| s.get("values"))
+            .filter(|v| v.is_mapping())
+        {
+            out.push(ChartValues {
+                values: v,
+                source: format!("{} spec.values", items[i].object_ref()),
+                about: Some(&items[i]),
+                field: "spec.values".into(),
+            });
+        }
+    }
+    let (about, prefix) = match &values.origin {
+        Origin::Inline => (fc, config_field(fc, "values")),
+        Origin::Item { index, field } => (Some(&items[*index]), field.clone()),
+    };
+    // units.metallb.helmrelease_spec.values is normally a GoTPL string pointing at
+    // metallb_helm_values; only a rendered mapping overrides anything.
+    for path in [
+        &["units", "metallb", "helmrelease_spec", "values"][..],
+        &["metallb_helm_values"][..],
+    ] {
+        if let Some(v) = values.get(path).filter(|v| v.is_mapping()) {
+            out.push(ChartValues {
+                values: v,
+                source: format!("sylva values {}", path.join(".")),
+                about,
+                field: prefix.clone(),
+            });
+        }
+    }
+    out
+}
+
+fn lookup<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(v, |cur, k| cur.as_mapping()?.get(*k))
+}
+
+/// A scalar image field (`repository`, `tag`), `None` when absent or an unrendered template.
+fn scalar(src: &ChartValues<'_>, path: &[&str], key: &str) -> Result<Option<String>, KrmResult> {
+    let mut full: Vec<&str> = path.to_vec();
+    full.push(key);
+    match lookup(src.values, &full) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.contains("{{") => Ok(None),
+        Some(Value::String(s)) if s.is_empty() => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(Value::Number(n)) => Ok(Some(n.to_string())),
+        Some(_) => {
+            let r = KrmResult::error(format!(
+                "{} {} must be a string",
+                src.source,
+                full.join(".")
+            ))
+            .field(src.field.clone());
+            Err(match src.about {
+                Some(item) => r.about(item),
+                None => r,
+            })
+        }
+    }
+}
+
+fn one_image(
+    what: &str,
+    path: &[&str],
+    default: &str,
+    sources: &[ChartValues<'_>],
+) -> Result<PrepullImage, KrmResult> {
+    let default = ImageRef::parse(default).expect("valid default image");
+    let mut repository: Option<(String, &ChartValues<'_>)> = None;
+    let mut tag: Option<(String, &ChartValues<'_>)> = None;
+    for src in sources {
+        if repository.is_none() {
+            repository = scalar(src, path, "repository")?.map(|r| (r, src));
+            if let (Some((repo, _)), Some(registry)) =
+                (&mut repository, scalar(src, path, "registry")?)
+            {
+                *repo = format!("{}/{}", registry.trim_end_matches('/'), repo);
+            }
+        }
+        if tag.is_none() {
+            tag = scalar(src, path, "tag")?.map(|t| (t, src));
+        }
+    }
+    if repository.is_none() && tag.is_none() {
+        return Ok(PrepullImage {
+            image: default,
+            source: format!("default {what} image of Sylva 1.7"),
+        });
+    }
+    let default_tag = &default.as_str()[default.repository().len() + 1..];
+    let repo = repository
+        .as_ref()
+        .map_or(default.repository(), |(r, _)| r.as_str());
+    let tag_text = tag.as_ref().map_or(default_tag, |(t, _)| t.as_str());
+    let text = format!("{repo}:{tag_text}");
+    let src = repository.as_ref().or(tag.as_ref()).map(|(_, s)| *s);
+    let describe = src.map_or_else(String::new, |s| format!("{} {}", s.source, path.join(".")));
+    match ImageRef::parse(&text) {
+        Ok(image) => Ok(PrepullImage {
+            image,
+            source: format!("{what} image override in {describe}"),
+        }),
+        Err(message) => {
+            let r = KrmResult::error(format!("{what} image override in {describe}: {message}"));
+            let r = match src {
+                Some(s) => {
+                    let r = r.field(s.field.clone());
+                    match s.about {
+                        Some(item) => r.about(item),
+                        None => r,
+                    }
+                }
+                None => r,
+            };
+            Err(r)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(src: &str) -> SylvaValues {
+        SylvaValues {
+            root: serde_yaml::from_str(src).unwrap(),
+            origin: Origin::Inline,
+        }
+    }
+
+    fn images(
+        spec: &MetalLBImagePrepullSpec,
+        items: &[Value],
+        v: &SylvaValues,
+    ) -> Result<Vec<String>, KrmResult> {
+        let inputs = Inputs::scan(items, None, "metallb");
+        resolve(spec, items, &inputs, v, None)
+            .map(|l| l.into_iter().map(|i| i.image.to_string()).collect())
+    }
+
+    #[test]
+    fn defaults_without_overrides() {
+        let got = images(&MetalLBImagePrepullSpec::default(), &[], &values("a: 1")).unwrap();
+        assert_eq!(got, vec![DEFAULT_FRR_K8S_IMAGE, DEFAULT_FRR_IMAGE]);
+    }
+
+    #[test]
+    fn chart_overrides_are_prepulled_exactly() {
+        let v = values(
+            "metallb_helm_values:\n  frr-k8s:\n    frrk8s:\n      image: {repository: mirror.local/metallb/frr-k8s}\n      frr:\n        image: {repository: mirror.local/frrouting/frr, tag: 10.4.3-fips}\n",
+        );
+        let got = images(&MetalLBImagePrepullSpec::default(), &[], &v).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                "mirror.local/metallb/frr-k8s:v0.0.25",
+                "mirror.local/frrouting/frr:10.4.3-fips"
+            ]
+        );
+        // A metallb HelmRelease in the items wins over the sylva values.
+        let hr: Value = serde_yaml::from_str(
+            "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: metallb}\nspec:\n  values:\n    frr-k8s: {frrk8s: {image: {tag: v0.0.26}}}\n",
+        )
+        .unwrap();
+        let got = images(&MetalLBImagePrepullSpec::default(), &[hr], &v).unwrap();
+        assert_eq!(got[0], "mirror.local/metallb/frr-k8s:v0.0.26");
+    }
+
+    #[test]
+    fn bad_overrides_and_speaker_are_errors() {
+        let v = values("metallb_helm_values: {frr-k8s: {frrk8s: {image: {tag: latest}}}}");
+        let e = images(&MetalLBImagePrepullSpec::default(), &[], &v).unwrap_err();
+        assert!(e.message.contains(":latest"), "{}", e.message);
+        let spec = MetalLBImagePrepullSpec {
+            images: Some(vec![
+                ImageRef::parse("quay.io/frrouting/frr:10.4.3").unwrap(),
+                ImageRef::parse("quay.io/metallb/speaker:v0.15.2").unwrap(),
+            ]),
+            ..Default::default()
+        };
+        let e = images(&spec, &[], &values("a: 1")).unwrap_err();
+        assert_eq!(e.field.unwrap().path, "spec.images[1]");
+        assert!(e.message.contains("must not be pre-pulled"));
+    }
+}

@@ -1,0 +1,241 @@
+//! What the new Flux unit copies from its siblings: namespace, labels, intervals, source,
+//! ordering roots; and where its files go in the package.
+
+use std::collections::BTreeMap;
+
+use serde_yaml::Value;
+
+use super::config::{MetalLBImagePrepullSpec, SourceRef};
+use super::config_field;
+use super::inputs::{Inputs, SYLVA_UNIT_LABEL, UNIT};
+use super::render::UnitSettings;
+use crate::krm::{KrmObject, KrmResult};
+
+/// Prefix of sylva-units' ordering lock Kustomization (`root-dependency-<release revision>`).
+pub const ROOT_DEPENDENCY_PREFIX: &str = "root-dependency-";
+
+/// A validated `spec.dependsOn` of the gated Kustomization.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DependsOn<'a> {
+    /// The entries, as written.
+    pub entries: &'a [Value],
+}
+
+/// Reads and validates `spec.dependsOn` of a Flux Kustomization.
+pub fn depends_on(item: &Value) -> Result<DependsOn<'_>, KrmResult> {
+    let err = |message: String, field: String| KrmResult::error(message).about(item).field(field);
+    let entries: &[Value] = match item.get("spec").and_then(|s| s.get("dependsOn")) {
+        None | Some(Value::Null) => &[],
+        Some(Value::Sequence(s)) => s,
+        Some(other) => {
+            return Err(err(
+                format!(
+                    "spec.dependsOn must be a list of {{name, namespace}} entries, found {}",
+                    super::values::type_name(other)
+                ),
+                "spec.dependsOn".into(),
+            ));
+        }
+    };
+    for (i, entry) in entries.iter().enumerate() {
+        let ok = entry.as_mapping().is_some_and(|m| {
+            m.get("name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| !n.is_empty())
+                && m.get("namespace").is_none_or(|ns| ns.as_str().is_some())
+        });
+        if !ok {
+            return Err(err(
+                "malformed dependsOn entry: expected a mapping with a non-empty string name (and optional string namespace)".into(),
+                format!("spec.dependsOn[{i}]"),
+            )
+            .current(entry.clone()));
+        }
+    }
+    Ok(DependsOn { entries })
+}
+
+/// Normalises `spec.path` (`./metallb-image-prepull` → `metallb-image-prepull`).
+pub fn payload_dir(
+    spec: &MetalLBImagePrepullSpec,
+    fc: Option<&Value>,
+) -> Result<String, KrmResult> {
+    let trimmed = spec.path.trim_start_matches("./").trim_end_matches('/');
+    let valid = !trimmed.is_empty()
+        && trimmed != "."
+        && !spec.path.starts_with('/')
+        && trimmed
+            .split('/')
+            .all(|s| !s.is_empty() && s != "." && s != "..");
+    if valid {
+        Ok(trimmed.to_owned())
+    } else {
+        let r = KrmResult::error(format!(
+            "path {:?} must be a relative directory below the package (and source) root, e.g. ./metallb-image-prepull",
+            spec.path
+        ))
+        .field(config_field(fc, "path"))
+        .current(spec.path.clone());
+        Err(match fc {
+            Some(fc) => r.about(fc),
+            None => r,
+        })
+    }
+}
+
+/// Labels every sylva unit Kustomization shares (chart labels, `sylva-units/root-dependency-wait`),
+/// with `sylva-units.unit` set to the new unit. Unit-specific labels such as
+/// `sylva-units/protected` on metallb are deliberately not copied: a protected unit could not be
+/// pruned when the gate closes.
+fn sibling_labels(items: &[Value], inputs: &Inputs) -> BTreeMap<String, String> {
+    let mut common: Option<BTreeMap<String, String>> = None;
+    for &i in &inputs.unit_kustomizations {
+        let labels: BTreeMap<String, String> = items[i]
+            .get("metadata")
+            .and_then(|m| m.get("labels"))
+            .and_then(Value::as_mapping)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some((k.as_str()?.to_owned(), v.as_str()?.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        common = Some(match common {
+            None => labels,
+            Some(c) => c
+                .into_iter()
+                .filter(|(k, v)| labels.get(k) == Some(v))
+                .collect(),
+        });
+    }
+    let mut labels = common.unwrap_or_default();
+    if !inputs.unit_kustomizations.is_empty() {
+        labels.insert(SYLVA_UNIT_LABEL.into(), UNIT.into());
+    }
+    labels
+}
+
+fn string_at(item: &Value, key: &str) -> Option<String> {
+    item.get("spec")?.get(key)?.as_str().map(str::to_owned)
+}
+
+/// Gathers the settings of the new unit.
+pub fn settings(
+    spec: &MetalLBImagePrepullSpec,
+    items: &[Value],
+    inputs: &Inputs,
+    gated: Option<&Value>,
+    fc: Option<&Value>,
+) -> Result<UnitSettings, KrmResult> {
+    let payload_dir = payload_dir(spec, fc)?;
+    let source_ref = match (&spec.source_ref, gated) {
+        (Some(s), _) => s.clone(),
+        (None, Some(g)) => {
+            let raw = g.get("spec").and_then(|s| s.get("sourceRef")).cloned();
+            let parsed = raw
+                .ok_or_else(|| "missing".to_string())
+                .and_then(|v| serde_yaml::from_value::<SourceRef>(v).map_err(|e| e.to_string()));
+            parsed.map_err(|e| {
+                KrmResult::error(format!(
+                    "cannot copy spec.sourceRef of Kustomization {} ({e}): set spec.sourceRef in the function config",
+                    g.name()
+                ))
+                .about(g)
+                .field("spec.sourceRef")
+            })?
+        }
+        (None, None) => {
+            let r = KrmResult::error(
+                "no Kustomization to copy the sourceRef from (kustomize generator call): set sourceRef (kind, name) in the function config",
+            )
+            .field(config_field(fc, "sourceRef"));
+            return Err(match fc {
+                Some(fc) => r.about(fc),
+                None => r,
+            });
+        }
+    };
+    let payload_prefix = format!("{payload_dir}/");
+    let own_files = |p: &str| p.starts_with(&payload_prefix);
+    let mut flux_file: Option<(String, usize)> = None;
+    for &i in &inputs.generated {
+        let item = &items[i];
+        if item.is("kustomize.toolkit.fluxcd.io", "Kustomization") && item.name() == UNIT {
+            flux_file = item
+                .file_ref()
+                .map(|f| (f.path, usize::try_from(f.index).unwrap_or(0)));
+        }
+    }
+    let flux_path = match flux_file.as_ref() {
+        Some((path, _)) => path.clone(),
+        None => {
+            let dir = gated
+                .and_then(KrmObject::file_ref)
+                .and_then(|f| f.path.rsplit_once('/').map(|(d, _)| d.to_owned()));
+            match dir {
+                Some(d) => format!("{d}/{UNIT}.yaml"),
+                None => format!("{UNIT}.yaml"),
+            }
+        }
+    };
+    // One pass over the items: other objects must not live in our payload directory, and the
+    // Flux Kustomization takes the first free index of its file.
+    let generated: std::collections::HashSet<usize> = inputs.generated.iter().copied().collect();
+    let mut used = std::collections::BTreeSet::new();
+    for (i, item) in items.iter().enumerate() {
+        if generated.contains(&i) || Some(i) == inputs.function_config {
+            continue;
+        }
+        if let Some(f) = item.file_ref() {
+            if own_files(&f.path) {
+                return Err(KrmResult::error(format!(
+                    "{} already holds {} which this mode did not generate: choose another spec.path",
+                    payload_dir,
+                    item.object_ref()
+                ))
+                .about(item));
+            }
+            if f.path == flux_path {
+                used.insert(f.index);
+            }
+        }
+    }
+    let flux_file = match flux_file {
+        Some((path, index)) if !used.contains(&(index as u64)) => (path, index),
+        _ => {
+            let free = (0u64..).find(|i| !used.contains(i)).unwrap_or(0);
+            (flux_path, usize::try_from(free).unwrap_or(0))
+        }
+    };
+    let depends_on = match gated {
+        Some(g) => depends_on(g)?
+            .entries
+            .iter()
+            .filter(|e| {
+                e.get("name")
+                    .and_then(Value::as_str)
+                    .is_some_and(|n| n.starts_with(ROOT_DEPENDENCY_PREFIX))
+            })
+            .cloned()
+            .collect(),
+        None => Vec::new(),
+    };
+    Ok(UnitSettings {
+        flux_namespace: gated.and_then(|g| g.namespace().map(str::to_owned)),
+        flux_labels: sibling_labels(items, inputs),
+        interval: gated
+            .and_then(|g| string_at(g, "interval"))
+            .unwrap_or_else(|| "24h".into()),
+        retry_interval: gated
+            .and_then(|g| string_at(g, "retryInterval"))
+            .or_else(|| gated.is_none().then(|| "1m".into())),
+        source_ref,
+        depends_on,
+        kube_config: gated
+            .and_then(|g| g.get("spec")?.get("kubeConfig"))
+            .filter(|v| !v.is_null())
+            .cloned(),
+        payload_dir,
+        flux_file,
+    })
+}
