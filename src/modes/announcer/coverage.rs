@@ -1,0 +1,327 @@
+//! The coverage proof — the safety property of the mode. For every Service MetalLB serves it
+//! computes, independently, what MetalLB does today (pool, IPs, announcing nodes and interfaces)
+//! and what Cilium will do with the *emitted* objects (pool selectors and blocks read back from the
+//! generated YAML, policies likewise, the Service's labels after the rewrite), and compares.
+//! Any Service that would lose its IP or change announcing nodes/interfaces is an error.
+
+use std::collections::BTreeSet;
+
+use serde_yaml::Value;
+
+use super::cilium::{IpPool, L2Policy, SVC_NAME_LABEL, SVC_NAMESPACE_LABEL, interface_from_regex};
+use super::inputs::{Inventory, LbService, Pool};
+use super::ipam::{CiliumBlock, parse_ip};
+use super::selector::{self, Labels, canonical};
+use super::services::ServicePlan;
+use super::translate::advertised_pools;
+use crate::krm::KrmResult;
+
+/// How many per-Service coverage lines are reported before only the summary remains.
+pub const MAX_SERVICE_LINES: usize = 100;
+
+/// One announcement: node selector and interface set (`None` = all interfaces).
+type Announcement = (String, Option<BTreeSet<String>>);
+
+fn describe(set: &BTreeSet<Announcement>) -> String {
+    if set.is_empty() {
+        return "not announced".into();
+    }
+    set.iter()
+        .map(|(nodes, ifs)| {
+            let ifs = match ifs {
+                None => "all interfaces".to_owned(),
+                Some(s) => s.iter().cloned().collect::<Vec<_>>().join(","),
+            };
+            format!("nodes {nodes} on {ifs}")
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// MetalLB: may `svc` allocate from `pool` by `serviceAllocation`? `None` when unknown
+/// (namespace selectors without Namespace items).
+fn metallb_admits(pool: &Pool, svc: &LbService, inv: &Inventory) -> Option<bool> {
+    let Some(alloc) = &pool.spec.service_allocation else {
+        return Some(true);
+    };
+    let ns = svc.namespace();
+    let ns_ok = if alloc.namespaces.is_empty() && alloc.namespace_selectors.is_empty() {
+        true
+    } else if alloc.namespaces.iter().any(|n| n == ns) {
+        true
+    } else if alloc.namespace_selectors.is_empty() {
+        false
+    } else {
+        let labels = inv.namespaces.get(ns)?;
+        alloc
+            .namespace_selectors
+            .iter()
+            .any(|s| selector::matches(s, labels))
+    };
+    let labels = svc.labels();
+    let svc_ok = alloc.service_selectors.is_empty()
+        || alloc
+            .service_selectors
+            .iter()
+            .any(|s| selector::matches(s, &labels));
+    Some(ns_ok && svc_ok)
+}
+
+/// Runs the proof. `pools`/`policies` are the emitted objects; `after_labels(plan)` gives the
+/// Service's labels after the rewrite.
+pub fn prove(
+    inv: &Inventory,
+    items: &[Value],
+    plans: &[ServicePlan],
+    pools: &[IpPool],
+    policies: &[L2Policy],
+    after_items: &dyn Fn(&ServicePlan) -> Value,
+) -> Vec<KrmResult> {
+    let mut results = Vec::new();
+    let mut sink = Vec::new();
+    // MetalLB side: which advertisements cover which pool.
+    let covered: Vec<(BTreeSet<String>, &super::inputs::Advertisement)> = inv
+        .adverts
+        .iter()
+        .filter_map(|ad| {
+            advertised_pools(ad, inv, &items[ad.index], &mut sink).map(|set| (set, ad))
+        })
+        .collect();
+    let before_for = |pool: &str, labels: &Labels| -> BTreeSet<Announcement> {
+        let mut set = BTreeSet::new();
+        for (pools, ad) in &covered {
+            if !pools.contains(pool) {
+                continue;
+            }
+            if !ad.spec.service_selectors.is_empty()
+                && !ad
+                    .spec
+                    .service_selectors
+                    .iter()
+                    .any(|s| selector::matches(s, labels))
+            {
+                continue;
+            }
+            let ifs = (!ad.spec.interfaces.is_empty())
+                .then(|| ad.spec.interfaces.iter().cloned().collect());
+            if ad.spec.node_selectors.is_empty() {
+                set.insert((canonical(None), ifs));
+            } else {
+                for ns in &ad.spec.node_selectors {
+                    set.insert((canonical(Some(ns)), ifs.clone()));
+                }
+            }
+        }
+        set
+    };
+    // Cilium side, read back from the emitted objects.
+    let cilium_pools: Vec<(&IpPool, Vec<CiliumBlock>)> = pools
+        .iter()
+        .map(|p| {
+            let blocks = p
+                .spec
+                .blocks
+                .iter()
+                .filter_map(|b| {
+                    CiliumBlock::parse(
+                        b.cidr.as_deref(),
+                        b.start.as_deref(),
+                        b.stop.as_deref(),
+                        p.spec.allow_first_last_ips.as_deref(),
+                    )
+                })
+                .collect();
+            (p, blocks)
+        })
+        .collect();
+    let mut ok = 0usize;
+    let mut lines = 0usize;
+    for plan in plans {
+        let svc = &inv.services[plan.service];
+        let item = &items[plan.index];
+        let after = after_items(plan);
+        let mut labels: Labels = after
+            .get("metadata")
+            .and_then(|m| m.get("labels"))
+            .and_then(Value::as_mapping)
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.as_str()?.to_owned(), v.as_str()?.to_owned())))
+            .collect();
+        let before_labels = svc.labels();
+        labels.insert(SVC_NAMESPACE_LABEL.into(), svc.namespace().to_owned());
+        labels.insert(SVC_NAME_LABEL.into(), svc.name().to_owned());
+        let selecting: Vec<&(&IpPool, Vec<CiliumBlock>)> = cilium_pools
+            .iter()
+            .filter(|(p, _)| {
+                p.spec
+                    .service_selector
+                    .as_ref()
+                    .is_none_or(|s| selector::matches(s, &labels))
+            })
+            .collect();
+        let mut errors = Vec::new();
+        // 1. Addresses: every IP must be allocatable from a pool that selects the Service, and
+        //    that pool must be the one MetalLB uses.
+        let mut after_pool: Option<String> = None;
+        for ip_text in &plan.ips {
+            let Some(ip) = parse_ip(ip_text) else {
+                errors.push(format!("IP {ip_text:?} is not an IP address"));
+                continue;
+            };
+            let home = selecting
+                .iter()
+                .find(|(_, blocks)| blocks.iter().any(|b| b.allows(ip)));
+            match home {
+                Some((p, _)) => {
+                    if let Some(before) = &plan.pool
+                        && before != &p.metadata.name
+                    {
+                        errors.push(format!(
+                            "IP {ip_text} would come from Cilium pool {} instead of {before}",
+                            p.metadata.name
+                        ));
+                    }
+                    after_pool = Some(p.metadata.name.clone());
+                }
+                None => {
+                    let holder = cilium_pools
+                        .iter()
+                        .find(|(_, blocks)| blocks.iter().any(|b| b.allows(ip)));
+                    errors.push(match holder {
+                        Some((p, _)) => format!(
+                            "IP {ip_text} lies in Cilium pool {} whose serviceSelector does not select the Service: \
+                             LB-IPAM would strip the IP and allocate another one",
+                            p.metadata.name
+                        ),
+                        None => format!(
+                            "IP {ip_text} is in no Cilium pool (nor allocatable from one): LB-IPAM would strip it \
+                             and allocate another IP"
+                        ),
+                    });
+                }
+            }
+        }
+        // 2. Services without an IP yet: the set of candidate pools must be the same.
+        let candidate_pools: Vec<String> = if plan.ips.is_empty() {
+            let before: BTreeSet<String> = inv
+                .pools
+                .iter()
+                .filter(|p| p.auto_assign() && metallb_admits(p, svc, inv) != Some(false))
+                .map(|p| p.name.clone())
+                .collect();
+            let after: BTreeSet<String> = selecting
+                .iter()
+                .map(|(p, _)| p.metadata.name.clone())
+                .collect();
+            if before != after {
+                errors.push(format!(
+                    "no IP yet: MetalLB would allocate from [{}], Cilium from [{}]",
+                    before.iter().cloned().collect::<Vec<_>>().join(", "),
+                    after.iter().cloned().collect::<Vec<_>>().join(", ")
+                ));
+            }
+            before.into_iter().collect()
+        } else {
+            plan.pool.iter().cloned().collect()
+        };
+        // 3. Announcements: same node selectors and interfaces.
+        let after_ann: BTreeSet<Announcement> = policies
+            .iter()
+            .filter(|p| {
+                p.spec.load_balancer_ips
+                    && p.spec
+                        .service_selector
+                        .as_ref()
+                        .is_none_or(|s| selector::matches(s, &labels))
+            })
+            .map(|p| {
+                let ifs = p.spec.interfaces.as_ref().map(|list| {
+                    list.iter()
+                        .map(|re| interface_from_regex(re).unwrap_or_else(|| re.clone()))
+                        .collect()
+                });
+                (canonical(p.spec.node_selector.as_ref()), ifs)
+            })
+            .collect();
+        let mut before_ann = BTreeSet::new();
+        for pool in &candidate_pools {
+            let b = before_for(pool, &before_labels);
+            if before_ann.is_empty() {
+                before_ann = b;
+            } else if before_ann != b {
+                errors.push(format!(
+                    "candidate pools are announced differently by MetalLB ({} vs {})",
+                    describe(&before_ann),
+                    describe(&b)
+                ));
+            }
+        }
+        if before_ann != after_ann {
+            errors.push(format!(
+                "announcement changes: MetalLB {}; Cilium {}",
+                describe(&before_ann),
+                describe(&after_ann)
+            ));
+        }
+        let ips = if plan.ips.is_empty() {
+            "no IP yet".to_owned()
+        } else {
+            plan.ips.join(",")
+        };
+        let pool_text = plan
+            .pool
+            .clone()
+            .or(after_pool)
+            .unwrap_or_else(|| format!("auto [{}]", candidate_pools.join(", ")));
+        if !errors.is_empty() {
+            results.push(
+                KrmResult::error(format!(
+                    "coverage: {} ({ips}, pool {pool_text}): {}",
+                    plan_name(svc),
+                    errors.join("; ")
+                ))
+                .about(item)
+                .field("metadata")
+                .tag("check", "coverage"),
+            );
+            continue;
+        }
+        if before_ann.is_empty() {
+            results.push(
+                KrmResult::warning(format!(
+                    "coverage: {} ({ips}, pool {pool_text}) is announced by no L2Advertisement today and by no policy after",
+                    plan_name(svc)
+                ))
+                .about(item)
+                .tag("check", "coverage"),
+            );
+            continue;
+        }
+        ok += 1;
+        if lines < MAX_SERVICE_LINES {
+            lines += 1;
+            results.push(
+                KrmResult::info(format!(
+                    "coverage: {} keeps {ips} from pool {pool_text}, announced from {} (before and after)",
+                    plan_name(svc),
+                    describe(&after_ann)
+                ))
+                .about(item)
+                .tag("check", "coverage"),
+            );
+        }
+    }
+    results.push(
+        KrmResult::info(format!(
+            "coverage: {ok} of {} LoadBalancer Services served by MetalLB keep their IP, pool, announcing nodes and interfaces",
+            plans.len()
+        ))
+        .tag("check", "coverage"),
+    );
+    results
+}
+
+fn plan_name(svc: &LbService) -> String {
+    format!("{}/{}", svc.namespace(), svc.name())
+}

@@ -1,0 +1,201 @@
+//! Kubernetes label selector evaluation (`matchLabels` AND `matchExpressions`), used to resolve
+//! MetalLB's pool/service/namespace selectors and to prove which Cilium objects select a Service.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+
+/// Labels of one object.
+pub type Labels = BTreeMap<String, String>;
+
+/// Checks that every expression uses a known operator and carries values exactly when it must.
+pub fn validate(sel: &LabelSelector) -> Result<(), String> {
+    for (i, req) in sel.match_expressions.iter().flatten().enumerate() {
+        let has_values = req.values.as_ref().is_some_and(|v| !v.is_empty());
+        match req.operator.as_str() {
+            "In" | "NotIn" if !has_values => {
+                return Err(format!(
+                    "matchExpressions[{i}]: operator {} needs values",
+                    req.operator
+                ));
+            }
+            "Exists" | "DoesNotExist" if has_values => {
+                return Err(format!(
+                    "matchExpressions[{i}]: operator {} takes no values",
+                    req.operator
+                ));
+            }
+            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+            other => return Err(format!("matchExpressions[{i}]: unknown operator {other:?}")),
+        }
+    }
+    Ok(())
+}
+
+/// True when `sel` selects an object with `labels` (an empty selector selects everything).
+/// Call [`validate`] first: an unknown operator never matches.
+pub fn matches(sel: &LabelSelector, labels: &Labels) -> bool {
+    let labels_ok = sel
+        .match_labels
+        .iter()
+        .flatten()
+        .all(|(k, v)| labels.get(k) == Some(v));
+    labels_ok
+        && sel
+            .match_expressions
+            .iter()
+            .flatten()
+            .all(|req| requirement_matches(req, labels))
+}
+
+fn requirement_matches(req: &LabelSelectorRequirement, labels: &Labels) -> bool {
+    let value = labels.get(&req.key);
+    let values = req.values.as_deref().unwrap_or_default();
+    match req.operator.as_str() {
+        "In" => value.is_some_and(|v| values.contains(v)),
+        "NotIn" => value.is_none_or(|v| !values.contains(v)),
+        "Exists" => value.is_some(),
+        "DoesNotExist" => value.is_none(),
+        _ => false,
+    }
+}
+
+/// A requirement `key In values`.
+pub fn key_in(key: &str, values: Vec<String>) -> LabelSelectorRequirement {
+    requirement(key, "In", values)
+}
+
+/// A requirement `key NotIn values`.
+pub fn key_not_in(key: &str, values: Vec<String>) -> LabelSelectorRequirement {
+    requirement(key, "NotIn", values)
+}
+
+fn requirement(key: &str, operator: &str, values: Vec<String>) -> LabelSelectorRequirement {
+    LabelSelectorRequirement {
+        key: key.to_owned(),
+        operator: operator.to_owned(),
+        values: Some(values),
+    }
+}
+
+/// ANDs two selectors into one (`matchLabels` merged, expressions concatenated). Returns `None`
+/// when both constrain the same `matchLabels` key to different values (nothing can match).
+pub fn and(a: &LabelSelector, b: &LabelSelector) -> Option<LabelSelector> {
+    let mut labels = a.match_labels.clone().unwrap_or_default();
+    for (k, v) in b.match_labels.iter().flatten() {
+        if let Some(existing) = labels.get(k)
+            && existing != v
+        {
+            return None;
+        }
+        labels.insert(k.clone(), v.clone());
+    }
+    let mut exprs = a.match_expressions.clone().unwrap_or_default();
+    exprs.extend(b.match_expressions.iter().flatten().cloned());
+    Some(normalized(LabelSelector {
+        match_labels: Some(labels),
+        match_expressions: Some(exprs),
+    }))
+}
+
+/// Drops empty `matchLabels`/`matchExpressions` so selectors compare and print canonically.
+pub fn normalized(mut sel: LabelSelector) -> LabelSelector {
+    if sel.match_labels.as_ref().is_some_and(BTreeMap::is_empty) {
+        sel.match_labels = None;
+    }
+    if sel.match_expressions.as_ref().is_some_and(Vec::is_empty) {
+        sel.match_expressions = None;
+    }
+    sel
+}
+
+/// True when the selector has no constraint at all.
+pub fn is_empty(sel: &LabelSelector) -> bool {
+    sel.match_labels.as_ref().is_none_or(BTreeMap::is_empty)
+        && sel.match_expressions.as_ref().is_none_or(Vec::is_empty)
+}
+
+/// A stable text form for comparisons and messages (`{}` selects everything).
+pub fn canonical(sel: Option<&LabelSelector>) -> String {
+    match sel.filter(|s| !is_empty(s)) {
+        None => "{}".into(),
+        Some(s) => {
+            let mut exprs: Vec<String> = s
+                .match_expressions
+                .iter()
+                .flatten()
+                .map(|r| {
+                    let mut vals = r.values.clone().unwrap_or_default();
+                    vals.sort();
+                    format!("{} {} [{}]", r.key, r.operator, vals.join(","))
+                })
+                .collect();
+            exprs.sort();
+            let labels: Vec<String> = s
+                .match_labels
+                .iter()
+                .flatten()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            format!(
+                "{{{}}}",
+                labels
+                    .into_iter()
+                    .chain(exprs)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> Labels {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn operators() {
+        let sel = LabelSelector {
+            match_labels: Some([("a".to_string(), "1".to_string())].into()),
+            match_expressions: Some(vec![key_not_in("pool", vec!["x".into()])]),
+        };
+        assert!(matches(&sel, &labels(&[("a", "1")])));
+        assert!(matches(&sel, &labels(&[("a", "1"), ("pool", "y")])));
+        assert!(!matches(&sel, &labels(&[("a", "1"), ("pool", "x")])));
+        assert!(!matches(&sel, &labels(&[("a", "2")])));
+        let inn = LabelSelector {
+            match_expressions: Some(vec![key_in("pool", vec!["x".into()])]),
+            ..Default::default()
+        };
+        assert!(!matches(&inn, &labels(&[])));
+        assert!(matches(&LabelSelector::default(), &labels(&[])));
+        let bad = LabelSelector {
+            match_expressions: Some(vec![requirement("k", "Gt", vec!["1".into()])]),
+            ..Default::default()
+        };
+        assert!(validate(&bad).is_err());
+        assert!(!matches(&bad, &labels(&[("k", "2")])));
+    }
+
+    #[test]
+    fn and_merges_or_detects_contradiction() {
+        let a = LabelSelector {
+            match_labels: Some([("a".to_string(), "1".to_string())].into()),
+            ..Default::default()
+        };
+        let b = LabelSelector {
+            match_labels: Some([("a".to_string(), "2".to_string())].into()),
+            ..Default::default()
+        };
+        assert!(and(&a, &b).is_none());
+        assert_eq!(canonical(and(&a, &a).as_ref()), "{a=1}");
+        assert_eq!(canonical(None), "{}");
+    }
+}

@@ -1,0 +1,321 @@
+//! Service rewrite: MetalLB annotations → Cilium LB-IPAM annotations plus the pool label, edited in
+//! place on the Service's YAML so everything else survives byte for byte.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_yaml::{Mapping, Value};
+
+use super::config::Phase;
+use super::inputs::{Inventory, LbService, METALLB_CLASS};
+use super::ipam::parse_ip;
+use super::version::CiliumVersion;
+use crate::krm::KrmResult;
+
+/// Current MetalLB annotation prefix (v0.14.9+).
+pub const METALLB_PREFIX: &str = "metallb.io/";
+/// Deprecated MetalLB annotation prefix, still read by MetalLB.
+pub const METALLB_OLD_PREFIX: &str = "metallb.universe.tf/";
+/// Cilium annotation that permits sharing between ETP=Local Services with different pods.
+pub const PERMIT_DIFFERENT_PODS: &str = "lbipam.cilium.io/sharing-permit-different-pods";
+
+/// Cilium LB-IPAM annotation keys for one Cilium version.
+#[derive(Debug, Clone, Copy)]
+pub struct CiliumKeys {
+    /// Requested IPs.
+    pub ips: &'static str,
+    /// Sharing key.
+    pub sharing_key: &'static str,
+    /// Namespaces allowed to share.
+    pub cross_namespace: &'static str,
+}
+
+impl CiliumKeys {
+    /// `lbipam.cilium.io/*` from 1.16, the `io.cilium/lb-ipam-*` aliases before.
+    pub fn for_version(v: &CiliumVersion) -> CiliumKeys {
+        if v.annotation_prefix_is_new() {
+            CiliumKeys {
+                ips: "lbipam.cilium.io/ips",
+                sharing_key: "lbipam.cilium.io/sharing-key",
+                cross_namespace: "lbipam.cilium.io/sharing-cross-namespace",
+            }
+        } else {
+            CiliumKeys {
+                ips: "io.cilium/lb-ipam-ips",
+                sharing_key: "io.cilium/lb-ipam-sharing-key",
+                cross_namespace: "io.cilium/lb-ipam-sharing-cross-namespace",
+            }
+        }
+    }
+}
+
+/// What MetalLB does with one Service today, and what the rewrite changes.
+#[derive(Debug, Clone)]
+pub struct ServicePlan {
+    /// Index in the items.
+    pub index: usize,
+    /// Position in [`Inventory::services`].
+    pub service: usize,
+    /// Pool the Service's IP comes from under MetalLB (requested by annotation, or the pool
+    /// containing its IP); `None` = any auto-assign pool (no IP yet).
+    pub pool: Option<String>,
+    /// IPs: requested, else from `status.loadBalancer.ingress`.
+    pub ips: Vec<String>,
+    /// Value of the pool label to set.
+    pub label: Option<String>,
+    /// Annotations to set.
+    pub add: BTreeMap<String, String>,
+}
+
+/// A MetalLB annotation by suffix: the current key first, then the deprecated one (as MetalLB
+/// reads them). Returns the key found and its value.
+pub fn metallb_annotation<'a>(svc: &'a LbService, suffix: &str) -> Option<&'a str> {
+    svc.annotation(&format!("{METALLB_PREFIX}{suffix}"))
+        .or_else(|| svc.annotation(&format!("{METALLB_OLD_PREFIX}{suffix}")))
+}
+
+/// True for Services MetalLB serves (type LoadBalancer, no class or MetalLB's).
+pub fn served_by_metallb(svc: &LbService) -> bool {
+    matches!(svc.class(), None | Some(METALLB_CLASS))
+}
+
+fn split_ips(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Plans the rewrite of every Service MetalLB serves.
+pub fn plan(
+    inv: &Inventory,
+    items: &[Value],
+    version: &CiliumVersion,
+    results: &mut Vec<KrmResult>,
+) -> Vec<ServicePlan> {
+    let keys = CiliumKeys::for_version(version);
+    let mut plans = Vec::new();
+    let pools: BTreeMap<&str, &super::inputs::Pool> =
+        inv.pools.iter().map(|p| (p.name.as_str(), p)).collect();
+    for (si, svc) in inv.services.iter().enumerate() {
+        if !served_by_metallb(svc) {
+            continue;
+        }
+        let item = &items[svc.index];
+        if svc.class() == Some(METALLB_CLASS) {
+            results.push(
+                KrmResult::error(format!(
+                    "loadBalancerClass {METALLB_CLASS} is immutable and Cilium ignores Services of that class: \
+                     delete the Service and recreate it without loadBalancerClass (pin its IP with \
+                     metallb.io/loadBalancerIPs first so it keeps the address), then run cutover again"
+                ))
+                .about(item)
+                .field("spec.loadBalancerClass")
+                .current(METALLB_CLASS),
+            );
+            continue;
+        }
+        let requested = metallb_annotation(svc, "loadBalancerIPs").map(split_ips);
+        let ips = match (&requested, svc.spec_lb_ip()) {
+            (Some(r), _) if !r.is_empty() => r.clone(),
+            (_, Some(ip)) => vec![ip.to_owned()],
+            _ => svc.ingress_ips(),
+        };
+        let mut label = None;
+        let pool = match metallb_annotation(svc, "address-pool") {
+            Some(name) => {
+                if !pools.contains_key(name) {
+                    results.push(
+                        KrmResult::error(format!(
+                            "address-pool names pool {name:?}, which is not among the items: cannot tell which Cilium pool should serve the Service"
+                        ))
+                        .about(item)
+                        .field("metadata.annotations"),
+                    );
+                    continue;
+                }
+                label = Some(name.to_owned());
+                Some(name.to_owned())
+            }
+            None => {
+                let found = ips.first().and_then(|ip| parse_ip(ip)).and_then(|ip| {
+                    inv.pools
+                        .iter()
+                        .find(|p| p.addresses.iter().any(|a| a.interval().contains(ip)))
+                });
+                if let Some(p) = found
+                    && !p.auto_assign()
+                {
+                    // The IP lives in an opt-in pool: without the label, Cilium's selectors would
+                    // not admit the Service to it and LB-IPAM would strip the IP.
+                    label = Some(p.name.clone());
+                }
+                found.map(|p| p.name.clone())
+            }
+        };
+        let mut add = BTreeMap::new();
+        if let Some(r) = requested.filter(|r| !r.is_empty()) {
+            add.insert(keys.ips.to_owned(), r.join(","));
+        }
+        if let Some(key) = metallb_annotation(svc, "allow-shared-ip") {
+            add.insert(keys.sharing_key.to_owned(), key.to_owned());
+        }
+        if svc.etp_local() {
+            results.push(
+                KrmResult::warning(
+                    "externalTrafficPolicy: Local: MetalLB announces only from nodes with a ready endpoint; \
+                     Cilium L2 (before 1.20.2) may announce from a node without local endpoints, which then drops the traffic",
+                )
+                .about(item)
+                .field("spec.externalTrafficPolicy")
+                .current("Local"),
+            );
+        }
+        plans.push(ServicePlan {
+            index: svc.index,
+            service: si,
+            pool,
+            ips,
+            label,
+            add,
+        });
+    }
+    sharing(inv, items, version, &keys, &mut plans, results);
+    plans
+}
+
+/// MetalLB sharing keys are global; Cilium's are per namespace unless every member allows the
+/// other namespaces, and ETP=Local members with different selectors need an explicit permit.
+fn sharing(
+    inv: &Inventory,
+    items: &[Value],
+    version: &CiliumVersion,
+    keys: &CiliumKeys,
+    plans: &mut [ServicePlan],
+    results: &mut Vec<KrmResult>,
+) {
+    let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (pi, p) in plans.iter().enumerate() {
+        if let Some(k) = p.add.get(keys.sharing_key) {
+            groups.entry(k.clone()).or_default().push(pi);
+        }
+    }
+    for (key, members) in groups {
+        let svcs: Vec<&LbService> = members
+            .iter()
+            .map(|pi| &inv.services[plans[*pi].service])
+            .collect();
+        let namespaces: BTreeSet<&str> = svcs.iter().map(|s| s.namespace()).collect();
+        let first = &items[plans[members[0]].index];
+        if members.len() > 1 {
+            results.push(
+                KrmResult::warning(format!(
+                    "sharing key {key:?} under L2: Cilium elects one announcing node per Service, not per IP, \
+                     so the shared IP can be answered from two nodes (cilium/cilium#48419)"
+                ))
+                .about(first)
+                .field("metadata.annotations")
+                .tag("sharingKey", key.as_str()),
+            );
+        }
+        if namespaces.len() > 1 {
+            let list = namespaces.iter().copied().collect::<Vec<_>>().join(",");
+            for pi in &members {
+                plans[*pi]
+                    .add
+                    .insert(keys.cross_namespace.to_owned(), list.clone());
+            }
+        }
+        let local: Vec<&&LbService> = svcs.iter().filter(|s| s.etp_local()).collect();
+        let selectors: BTreeSet<Option<&BTreeMap<String, String>>> =
+            local.iter().map(|s| s.selector()).collect();
+        let differing = local.len() > 1 && (selectors.len() > 1 || selectors.contains(&None));
+        if differing {
+            if version.supports_permit_different_pods() {
+                for pi in &members {
+                    plans[*pi]
+                        .add
+                        .insert(PERMIT_DIFFERENT_PODS.to_owned(), "true".into());
+                }
+            } else {
+                results.push(
+                    KrmResult::error(format!(
+                        "sharing key {key:?}: externalTrafficPolicy: Local Services with different selectors \
+                         share an IP; Cilium {version} refuses that and would give them different IPs \
+                         ({PERMIT_DIFFERENT_PODS} needs Cilium 1.21+)"
+                    ))
+                    .about(first)
+                    .field("spec.selector")
+                    .tag("sharingKey", key.as_str()),
+                );
+            }
+        }
+    }
+}
+
+fn mapping_at<'a>(root: &'a mut Value, keys: &[&str]) -> Option<&'a mut Mapping> {
+    let mut cur = root.as_mapping_mut()?;
+    for key in keys {
+        let entry = cur
+            .entry(Value::from(*key))
+            .or_insert_with(|| Value::Mapping(Mapping::new()));
+        if !entry.is_mapping() {
+            *entry = Value::Mapping(Mapping::new());
+        }
+        cur = entry.as_mapping_mut()?;
+    }
+    Some(cur)
+}
+
+/// Applies a plan to a copy of the Service item. In phase `cutover` the MetalLB annotations go;
+/// in `prepare` they stay (the MetalLB controller still runs and must keep its view). Returns
+/// `None` when nothing changes.
+pub fn rewrite(item: &Value, plan: &ServicePlan, phase: Phase, pool_label: &str) -> Option<Value> {
+    let mut out = item.clone();
+    let mut changed = false;
+    if let Some(value) = &plan.label
+        && let Some(labels) = mapping_at(&mut out, &["metadata", "labels"])
+    {
+        let v = Value::from(value.as_str());
+        if labels.get(pool_label) != Some(&v) {
+            labels.insert(Value::from(pool_label), v);
+            changed = true;
+        }
+    }
+    let needs_annotations = !plan.add.is_empty() || phase == Phase::Cutover;
+    if needs_annotations && let Some(ann) = mapping_at(&mut out, &["metadata", "annotations"]) {
+        for (k, v) in &plan.add {
+            let v = Value::from(v.as_str());
+            if ann.get(k.as_str()) != Some(&v) {
+                ann.insert(Value::from(k.as_str()), v);
+                changed = true;
+            }
+        }
+        if phase == Phase::Cutover {
+            let before = ann.len();
+            ann.retain(|k, _| {
+                !k.as_str().is_some_and(|k| {
+                    k.starts_with(METALLB_PREFIX) || k.starts_with(METALLB_OLD_PREFIX)
+                })
+            });
+            changed |= ann.len() != before;
+        }
+    }
+    if !changed {
+        return None;
+    }
+    // Do not leave an empty `annotations: {}`/`labels: {}` we created ourselves.
+    if let Some(meta) = out.get_mut("metadata").and_then(Value::as_mapping_mut) {
+        for key in ["annotations", "labels"] {
+            let created_empty = meta
+                .get(key)
+                .and_then(Value::as_mapping)
+                .is_some_and(Mapping::is_empty)
+                && item.get("metadata").and_then(|m| m.get(key)).is_none();
+            if created_empty {
+                meta.remove(key);
+            }
+        }
+    }
+    Some(out)
+}

@@ -1,0 +1,555 @@
+//! MetalLB → Cilium translation: IPAddressPools → CiliumLoadBalancerIPPools, L2Advertisements →
+//! CiliumL2AnnouncementPolicies. Exact semantics, or an error that says why not.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use serde_yaml::Value;
+
+use super::cilium::{
+    Block, IpPool, IpPoolSpec, L2Policy, L2PolicySpec, Meta, SVC_NAMESPACE_LABEL, interface_regex,
+};
+use super::inputs::{Inventory, MANAGED_BY, Pool};
+use super::ipam::{Family, Interval, MetalLbAddress, format_ip, split_avoiding_buggy};
+use super::selector::{self, key_in, key_not_in};
+use super::version::CiliumVersion;
+use crate::krm::KrmResult;
+
+/// Annotation on generated objects naming the MetalLB object they come from.
+pub const SOURCE_ANNOTATION: &str = "cutover.dev/source";
+
+/// Longest label value Kubernetes accepts (pool names become values of the pool label).
+const MAX_LABEL_VALUE: usize = 63;
+
+/// A generated Cilium object with the input item it derives from.
+#[derive(Debug, Clone)]
+pub struct Generated<T> {
+    /// The object.
+    pub object: T,
+    /// Index of the MetalLB item it was translated from.
+    pub source: usize,
+}
+
+/// Output of the translation of pools and advertisements.
+#[derive(Debug, Default)]
+pub struct Translated {
+    /// One pool per IPAddressPool.
+    pub pools: Vec<Generated<IpPool>>,
+    /// One or more policies per L2Advertisement.
+    pub policies: Vec<Generated<L2Policy>>,
+    /// The raw (post-`avoidBuggyIPs`) intervals of every pool, for overlap checks.
+    pub intervals: Vec<(Interval, usize)>,
+}
+
+fn meta(name: &str, source_kind: &str, namespace: Option<&str>, source_name: &str) -> Meta {
+    let source = match namespace {
+        Some(ns) => format!("metallb.io/{source_kind} {ns}/{source_name}"),
+        None => format!("metallb.io/{source_kind} {source_name}"),
+    };
+    Meta {
+        name: name.to_owned(),
+        labels: [(MANAGED_BY.0.to_owned(), MANAGED_BY.1.to_owned())].into(),
+        annotations: [(SOURCE_ANNOTATION.to_owned(), source)].into(),
+    }
+}
+
+/// Translates every IPAddressPool. `items` gives access to source objects for results.
+pub fn pools(
+    inv: &Inventory,
+    items: &[Value],
+    version: &CiliumVersion,
+    pool_label: &str,
+    out: &mut Translated,
+    results: &mut Vec<KrmResult>,
+) {
+    let auto_count = inv.pools.iter().filter(|p| p.auto_assign()).count();
+    let all_names: Vec<&str> = inv.pools.iter().map(|p| p.name.as_str()).collect();
+    for pool in &inv.pools {
+        let item = &items[pool.index];
+        if pool.name.len() > MAX_LABEL_VALUE {
+            results.push(
+                KrmResult::error(format!(
+                    "pool name is longer than {MAX_LABEL_VALUE} characters, so it cannot be a value of the pool label {pool_label}"
+                ))
+                .about(item)
+                .field("metadata.name"),
+            );
+            continue;
+        }
+        let Some(blocks) = blocks_of(pool, item, version, out, results) else {
+            continue;
+        };
+        let mut exprs = Vec::new();
+        if !pool.auto_assign() {
+            // autoAssign: false → only Services that asked for this pool.
+            exprs.push(key_in(pool_label, vec![pool.name.clone()]));
+        } else {
+            // Auto-assign: Services without the label, or asking for this very pool.
+            let others: Vec<String> = all_names
+                .iter()
+                .filter(|n| **n != pool.name)
+                .map(|n| (*n).to_owned())
+                .collect();
+            if !others.is_empty() {
+                exprs.push(key_not_in(pool_label, others));
+            }
+        }
+        let mut sel = LabelSelector {
+            match_labels: None,
+            match_expressions: Some(exprs),
+        };
+        if let Some(alloc) = &pool.spec.service_allocation {
+            match allocation_selector(pool, alloc, inv, item, auto_count, results) {
+                Some(extra) => match selector::and(&sel, &extra) {
+                    Some(s) => sel = s,
+                    None => {
+                        results.push(
+                            KrmResult::error(
+                                "spec.serviceAllocation.serviceSelectors contradicts the pool label selector",
+                            )
+                            .about(item)
+                            .field("spec.serviceAllocation.serviceSelectors"),
+                        );
+                        continue;
+                    }
+                },
+                None => continue,
+            }
+        }
+        let sel = selector::normalized(sel);
+        let spec = IpPoolSpec {
+            // Never emitted: `Yes`/`No` unquoted are booleans to YAML 1.1 readers (kubectl,
+            // Flux), and ranges make the field unnecessary (see `blocks_of`).
+            allow_first_last_ips: None,
+            blocks,
+            service_selector: (!selector::is_empty(&sel)).then_some(sel),
+        };
+        out.pools.push(Generated {
+            object: IpPool {
+                api_version: version.pool_api_version().to_owned(),
+                kind: "CiliumLoadBalancerIPPool".into(),
+                metadata: meta(
+                    &pool.name,
+                    "IPAddressPool",
+                    item.get("metadata")
+                        .and_then(|m| m.get("namespace"))
+                        .and_then(Value::as_str),
+                    &pool.name,
+                ),
+                spec,
+            },
+            source: pool.index,
+        });
+    }
+    overlaps(inv, items, out, results);
+}
+
+/// Cilium blocks of one pool, or `None` after reporting an error.
+fn blocks_of(
+    pool: &Pool,
+    item: &Value,
+    version: &CiliumVersion,
+    out: &mut Translated,
+    results: &mut Vec<KrmResult>,
+) -> Option<Vec<Block>> {
+    let mut blocks = Vec::new();
+    let mut failed = false;
+    for (i, addr) in pool.addresses.iter().enumerate() {
+        let avoid = pool.spec.avoid_buggy_ips && addr.interval().family == Family::V4;
+        if avoid {
+            // Cilium's allowFirstLastIPs: No only reserves the first/last of each CIDR; MetalLB
+            // skips every .0/.255, so IPv4 entries become exact ranges around them.
+            match split_avoiding_buggy(addr.interval()) {
+                Ok(parts) => {
+                    for iv in parts {
+                        out.intervals.push((iv, pool.index));
+                        blocks.push(range_block(iv));
+                    }
+                }
+                Err(m) => {
+                    failed = true;
+                    results.push(
+                        KrmResult::error(format!("avoidBuggyIPs cannot be expressed: {m}"))
+                            .about(item)
+                            .field(format!("spec.addresses[{i}]")),
+                    );
+                }
+            }
+            continue;
+        }
+        out.intervals.push((addr.interval(), pool.index));
+        blocks.push(match addr {
+            // MetalLB hands out every address of a CIDR, first and last included; so does
+            // Cilium from 1.16 (allowFirstLastIPs defaults to Yes). Before 1.16 the default was
+            // No, so the CIDR becomes the equivalent range, which never reserves addresses.
+            MetalLbAddress::Cidr { interval, .. } if !version.first_last_allowed_by_default() => {
+                range_block(*interval)
+            }
+            MetalLbAddress::Cidr { interval, prefix } => Block {
+                cidr: Some(format!(
+                    "{}/{prefix}",
+                    format_ip(interval.family, interval.start)
+                )),
+                ..Block::default()
+            },
+            MetalLbAddress::Range(iv) => range_block(*iv),
+        });
+    }
+    if failed {
+        return None;
+    }
+    if blocks.is_empty() {
+        results.push(
+            KrmResult::error(
+                "the pool has no usable address (all excluded by avoidBuggyIPs, or no addresses): \
+                 Cilium would reject or never use an empty pool; fix or remove it first",
+            )
+            .about(item)
+            .field("spec.addresses"),
+        );
+        return None;
+    }
+    Some(blocks)
+}
+
+fn range_block(iv: Interval) -> Block {
+    Block {
+        cidr: None,
+        start: Some(format_ip(iv.family, iv.start)),
+        stop: Some(format_ip(iv.family, iv.end)),
+    }
+}
+
+/// The extra selector for `spec.serviceAllocation`, or `None` after reporting an error.
+fn allocation_selector(
+    pool: &Pool,
+    alloc: &super::inputs::ServiceAllocation,
+    inv: &Inventory,
+    item: &Value,
+    auto_count: usize,
+    results: &mut Vec<KrmResult>,
+) -> Option<LabelSelector> {
+    let mut sel = LabelSelector::default();
+    let mut namespaces: BTreeSet<String> = alloc.namespaces.iter().cloned().collect();
+    if !alloc.namespace_selectors.is_empty() {
+        if inv.namespaces.is_empty() {
+            results.push(
+                KrmResult::error(
+                    "namespaceSelectors cannot be expressed: Cilium pool selectors see only Service \
+                     labels and the namespace name, and no Namespace objects are among the items to \
+                     resolve the selectors against",
+                )
+                .about(item)
+                .field("spec.serviceAllocation.namespaceSelectors"),
+            );
+            return None;
+        }
+        for (i, ns_sel) in alloc.namespace_selectors.iter().enumerate() {
+            if let Err(m) = selector::validate(ns_sel) {
+                results.push(
+                    KrmResult::error(m)
+                        .about(item)
+                        .field(format!("spec.serviceAllocation.namespaceSelectors[{i}]")),
+                );
+                return None;
+            }
+            namespaces.extend(
+                inv.namespaces
+                    .iter()
+                    .filter(|(_, labels)| selector::matches(ns_sel, labels))
+                    .map(|(name, _)| name.clone()),
+            );
+        }
+        results.push(
+            KrmResult::warning(format!(
+                "namespaceSelectors approximated by the namespaces that match them among the items ({}); \
+                 a namespace labelled later will not be admitted by the Cilium pool",
+                namespaces.iter().cloned().collect::<Vec<_>>().join(", ")
+            ))
+            .about(item)
+            .field("spec.serviceAllocation.namespaceSelectors"),
+        );
+        if namespaces.is_empty() {
+            results.push(
+                KrmResult::error(
+                    "namespaceSelectors match no namespace among the items: the Cilium pool would serve no Service",
+                )
+                .about(item)
+                .field("spec.serviceAllocation.namespaceSelectors"),
+            );
+            return None;
+        }
+    }
+    if !namespaces.is_empty() {
+        sel.match_expressions = Some(vec![key_in(
+            SVC_NAMESPACE_LABEL,
+            namespaces.into_iter().collect(),
+        )]);
+    }
+    match alloc.service_selectors.as_slice() {
+        [] => {}
+        [one] => {
+            if let Err(m) = selector::validate(one) {
+                results.push(
+                    KrmResult::error(m)
+                        .about(item)
+                        .field("spec.serviceAllocation.serviceSelectors[0]"),
+                );
+                return None;
+            }
+            sel = selector::and(&sel, one)?;
+        }
+        _ => {
+            results.push(
+                KrmResult::error(
+                    "several serviceSelectors are ORed by MetalLB; a Cilium pool has one serviceSelector \
+                     and pools may not overlap, so this cannot be expressed: merge them into one selector",
+                )
+                .about(item)
+                .field("spec.serviceAllocation.serviceSelectors"),
+            );
+            return None;
+        }
+    }
+    if let Some(priority) = alloc.priority {
+        if pool.auto_assign() && auto_count > 1 {
+            results.push(
+                KrmResult::error(
+                    "priority orders the auto-assign pools in MetalLB; Cilium has no pool priority and \
+                     several auto-assign pools exist, so new Services could get IPs from another pool",
+                )
+                .about(item)
+                .field("spec.serviceAllocation.priority")
+                .current(priority),
+            );
+            return None;
+        }
+        results.push(
+            KrmResult::warning(
+                "priority dropped: harmless here, it only orders several auto-assign pools and this \
+                 pool is not competing with another one",
+            )
+            .about(item)
+            .field("spec.serviceAllocation.priority")
+            .current(priority),
+        );
+    }
+    Some(sel)
+}
+
+/// Cilium marks the later of two overlapping pools Conflicting and stops using it.
+fn overlaps(inv: &Inventory, items: &[Value], out: &mut Translated, results: &mut Vec<KrmResult>) {
+    let mut sorted = out.intervals.clone();
+    sorted.sort();
+    let mut reported = BTreeSet::new();
+    for pair in sorted.windows(2) {
+        let ((a, ai), (b, bi)) = (pair[0], pair[1]);
+        if a.family == b.family && b.start <= a.end && reported.insert((ai.min(bi), ai.max(bi))) {
+            let name = |i: usize| {
+                inv.pools
+                    .iter()
+                    .find(|p| p.index == i)
+                    .map(|p| p.name.clone())
+                    .unwrap_or_default()
+            };
+            results.push(
+                KrmResult::error(format!(
+                    "{a} (pool {}) overlaps {b} (pool {}): Cilium marks the later pool Conflicting and stops allocating from it",
+                    name(ai),
+                    name(bi)
+                ))
+                .about(&items[bi])
+                .field("spec.addresses"),
+            );
+        }
+    }
+}
+
+/// Translates every L2Advertisement into policies (one per node selector).
+pub fn policies(
+    inv: &Inventory,
+    items: &[Value],
+    pool_label: &str,
+    out: &mut Translated,
+    results: &mut Vec<KrmResult>,
+) {
+    let all: BTreeSet<&str> = inv.pools.iter().map(|p| p.name.as_str()).collect();
+    let autos: BTreeSet<&str> = inv
+        .pools
+        .iter()
+        .filter(|p| p.auto_assign())
+        .map(|p| p.name.as_str())
+        .collect();
+    for ad in &inv.adverts {
+        let item = &items[ad.index];
+        let Some(advertised) = advertised_pools(ad, inv, item, results) else {
+            continue;
+        };
+        if advertised.is_empty() {
+            results.push(
+                KrmResult::warning(
+                    "the advertisement selects no pool among the items: it announces nothing, no policy is emitted",
+                )
+                .about(item)
+                .field("spec.ipAddressPools"),
+            );
+            continue;
+        }
+        let adv: BTreeSet<&str> = advertised.iter().map(String::as_str).collect();
+        // Policies select Services, not pools: Services carry the pool label when they asked for
+        // a pool (or live in a non-auto pool); auto-allocated ones carry none.
+        let pool_sel = if adv.is_superset(&all) {
+            None
+        } else if adv.is_disjoint(&autos) {
+            Some(key_in(
+                pool_label,
+                adv.iter().map(|s| (*s).to_owned()).collect(),
+            ))
+        } else if adv.is_superset(&autos) {
+            Some(key_not_in(
+                pool_label,
+                all.difference(&adv).map(|s| (*s).to_owned()).collect(),
+            ))
+        } else {
+            results.push(
+                KrmResult::error(format!(
+                    "the advertisement covers auto-assign pool(s) {} but not {}: Cilium policies select \
+                     Services, and automatically allocated Services carry no pool label, so this split \
+                     cannot be expressed",
+                    adv.intersection(&autos).copied().collect::<Vec<_>>().join(", "),
+                    autos.difference(&adv).copied().collect::<Vec<_>>().join(", ")
+                ))
+                .about(item)
+                .field("spec.ipAddressPools"),
+            );
+            continue;
+        };
+        let base = LabelSelector {
+            match_labels: None,
+            match_expressions: pool_sel.map(|r| vec![r]),
+        };
+        let service_sels: Vec<LabelSelector> = if ad.spec.service_selectors.is_empty() {
+            vec![base]
+        } else {
+            let mut v = Vec::new();
+            for (i, s) in ad.spec.service_selectors.iter().enumerate() {
+                if let Err(m) = selector::validate(s) {
+                    results.push(
+                        KrmResult::error(m)
+                            .about(item)
+                            .field(format!("spec.serviceSelectors[{i}]")),
+                    );
+                    continue;
+                }
+                if let Some(s) = selector::and(&base, s) {
+                    v.push(s);
+                }
+            }
+            v
+        };
+        let node_sels: Vec<Option<LabelSelector>> = if ad.spec.node_selectors.is_empty() {
+            vec![None]
+        } else {
+            ad.spec
+                .node_selectors
+                .iter()
+                .map(|s| Some(selector::normalized(s.clone())))
+                .collect()
+        };
+        if ad.spec.preferred_node_selectors.is_some() {
+            results.push(
+                KrmResult::warning(
+                    "preferredNodeSelectors approximated: Cilium elects the announcing node by lease among \
+                     all selected nodes, without preference",
+                )
+                .about(item)
+                .field("spec.preferredNodeSelectors"),
+            );
+        }
+        let interfaces = (!ad.spec.interfaces.is_empty()).then(|| {
+            ad.spec
+                .interfaces
+                .iter()
+                .map(|i| interface_regex(i))
+                .collect()
+        });
+        let count = service_sels.len() * node_sels.len();
+        let mut n = 0;
+        for svc_sel in &service_sels {
+            for node_sel in &node_sels {
+                let name = if count == 1 {
+                    ad.name.clone()
+                } else {
+                    format!("{}-{n}", ad.name)
+                };
+                n += 1;
+                let svc_sel = selector::normalized(svc_sel.clone());
+                out.policies.push(Generated {
+                    object: L2Policy {
+                        api_version: "cilium.io/v2alpha1".into(),
+                        kind: "CiliumL2AnnouncementPolicy".into(),
+                        metadata: meta(
+                            &name,
+                            "L2Advertisement",
+                            item.get("metadata")
+                                .and_then(|m| m.get("namespace"))
+                                .and_then(Value::as_str),
+                            &ad.name,
+                        ),
+                        spec: L2PolicySpec {
+                            service_selector: (!selector::is_empty(&svc_sel)).then_some(svc_sel),
+                            node_selector: node_sel.clone(),
+                            interfaces: interfaces.clone(),
+                            load_balancer_ips: true,
+                        },
+                    },
+                    source: ad.index,
+                });
+            }
+        }
+    }
+}
+
+/// Names of the pools an advertisement covers (`None` after an error).
+pub fn advertised_pools(
+    ad: &super::inputs::Advertisement,
+    inv: &Inventory,
+    item: &Value,
+    results: &mut Vec<KrmResult>,
+) -> Option<BTreeSet<String>> {
+    if ad.spec.ip_address_pools.is_empty() && ad.spec.ip_address_pool_selectors.is_empty() {
+        return Some(inv.pools.iter().map(|p| p.name.clone()).collect());
+    }
+    let known: BTreeMap<&str, &Pool> = inv.pools.iter().map(|p| (p.name.as_str(), p)).collect();
+    let mut out = BTreeSet::new();
+    for (i, name) in ad.spec.ip_address_pools.iter().enumerate() {
+        if known.contains_key(name.as_str()) {
+            out.insert(name.clone());
+        } else {
+            results.push(
+                KrmResult::warning(format!(
+                    "pool {name:?} is not among the items; MetalLB ignores it and so does the translation"
+                ))
+                .about(item)
+                .field(format!("spec.ipAddressPools[{i}]")),
+            );
+        }
+    }
+    for (i, sel) in ad.spec.ip_address_pool_selectors.iter().enumerate() {
+        if let Err(m) = selector::validate(sel) {
+            results.push(
+                KrmResult::error(m)
+                    .about(item)
+                    .field(format!("spec.ipAddressPoolSelectors[{i}]")),
+            );
+            return None;
+        }
+        out.extend(
+            inv.pools
+                .iter()
+                .filter(|p| selector::matches(sel, &p.labels))
+                .map(|p| p.name.clone()),
+        );
+    }
+    Some(out)
+}
