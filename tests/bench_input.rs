@@ -117,7 +117,7 @@ fn check_platform(text: &str, spec: &Spec) {
     let cfg = cutover::config::parse(list.function_config.as_ref());
     match spec.config {
         Config::None => assert!(cfg.is_err()),
-        Config::Announcer => assert_eq!(
+        Config::Announcer | Config::AnnouncerCutover => assert_eq!(
             cfg.expect("valid config").kind(),
             cutover::config::Kind::LoadBalancerAnnouncer
         ),

@@ -28,18 +28,23 @@ use std::fmt::Write;
 pub enum Config {
     /// No function config (the engine reports that as an error; useful for parse/emit only).
     None,
-    /// `LoadBalancerAnnouncer` with `announcer: cilium`.
+    /// `LoadBalancerAnnouncer` with `announcer: cilium`, phase `prepare` (the default): MetalLB
+    /// speaker running, as on a platform that has not started the cutover.
     Announcer,
+    /// `LoadBalancerAnnouncer` with `announcer: cilium`, `phase: cutover`: the MetalLB speaker is
+    /// already disabled in its HelmRelease values (what phase `prepare` left).
+    AnnouncerCutover,
     /// `MetalLBImagePrepull` with default settings (values discovered from the items).
     Prepull,
 }
 
 impl Config {
-    /// Parses `none`, `announcer` or `prepull`.
+    /// Parses `none`, `announcer` (= `announcer-prepare`), `announcer-cutover` or `prepull`.
     pub fn parse(s: &str) -> Option<Config> {
         match s {
             "none" => Some(Config::None),
-            "announcer" | "cilium" | "load-balancer-announcer" => Some(Config::Announcer),
+            "announcer" | "announcer-prepare" => Some(Config::Announcer),
+            "announcer-cutover" => Some(Config::AnnouncerCutover),
             "prepull" | "metallb-image-prepull" => Some(Config::Prepull),
             _ => None,
         }
@@ -66,7 +71,15 @@ pub struct Spec {
 }
 
 /// Named sizes used by the benchmarks and documented in `docs/benchmarks.md`.
-pub const PRESETS: &[&str] = &["lb-1k", "lb-10k", "lb-100k", "sylva"];
+pub const PRESETS: &[&str] = &[
+    "lb-1k",
+    "lb-10k",
+    "lb-100k",
+    "lb-1k-cutover",
+    "lb-10k-cutover",
+    "lb-100k-cutover",
+    "sylva",
+];
 
 impl Spec {
     /// LoadBalancer-heavy platform: `services` Services, 40 per namespace, 8 pools, 4 L2
@@ -103,6 +116,13 @@ impl Spec {
             "lb-1k" => Some(Spec::load_balancers(1_000)),
             "lb-10k" => Some(Spec::load_balancers(10_000)),
             "lb-100k" => Some(Spec::load_balancers(100_000)),
+            "lb-1k-cutover" | "lb-10k-cutover" | "lb-100k-cutover" => {
+                let base = Spec::preset(name.trim_end_matches("-cutover"))?;
+                Some(Spec {
+                    config: Config::AnnouncerCutover,
+                    ..base
+                })
+            }
             "sylva" => Some(Spec::sylva()),
             _ => None,
         }
@@ -220,7 +240,10 @@ pub fn generate(spec: &Spec) -> String {
     }
     let mut pools = make_pools(spec);
     write_pools(&mut out, &pools);
-    write_l2_advertisements(&mut out, spec);
+    write_l2_advertisements(&mut out, &pools, spec.l2_advertisements);
+    if spec.config == Config::AnnouncerCutover || spec.config == Config::Announcer {
+        write_releases(&mut out, spec.config == Config::AnnouncerCutover);
+    }
     write_services(&mut out, spec, &mut pools, &mut rng);
     if spec.units > 0 {
         write_units(&mut out, spec, &mut rng);
@@ -265,7 +288,11 @@ fn function_config(config: Config) -> Option<String> {
         Config::None => return None,
         Config::Announcer => (
             "LoadBalancerAnnouncer",
-            "spec:\n  announcer: cilium\n  ciliumVersion: 1.18.4\n",
+            "spec:\n  announcer: cilium\n  phase: prepare\n",
+        ),
+        Config::AnnouncerCutover => (
+            "LoadBalancerAnnouncer",
+            "spec:\n  announcer: cilium\n  phase: cutover\n",
         ),
         Config::Prepull => ("MetalLBImagePrepull", "spec:\n  waitTimeout: 10m\n"),
     };
@@ -282,8 +309,9 @@ fn make_pools(spec: &Spec) -> Vec<Pool> {
         .map(|p| Pool {
             name: format!("pool-{p:03}"),
             next: 0,
-            // Pool 0 is always an ordinary auto-assign pool, so every namespace has one.
-            auto_assign: p == 0 || p % 4 != 3,
+            // Pool 0 is always an ordinary auto-assign pool, so every namespace has one; the last
+            // pool is opt-in so every platform has one.
+            auto_assign: p == 0 || (p % 4 != 3 && p + 1 != spec.pools),
             namespaces: (p % 4 == 2).then(|| {
                 (0..spec.namespaces)
                     .filter(|j| j % spec.pools == p)
@@ -315,7 +343,7 @@ fn write_pools(out: &mut String, pools: &[Pool]) {
             out.push_str("    avoidBuggyIPs: true\n");
         }
         if let Some(list) = &pool.namespaces {
-            out.push_str("    serviceAllocation:\n      priority: 10\n      namespaces:\n");
+            out.push_str("    serviceAllocation:\n      namespaces:\n");
             for j in list {
                 let _ = writeln!(out, "      - {}", ns_name(*j));
             }
@@ -326,26 +354,56 @@ fn write_pools(out: &mut String, pools: &[Pool]) {
     }
 }
 
-fn write_l2_advertisements(out: &mut String, spec: &Spec) {
-    for a in 0..spec.l2_advertisements {
+/// L2Advertisements. The first announces every pool a Service may get without asking
+/// (auto-assign ones) from every node on `eth0`, as on real platforms: a Service without an
+/// address yet must be announced the same way whichever pool MetalLB picks, and Cilium policies
+/// select Services, not pools. The others announce the opt-in pools (`autoAssign: false`) from
+/// worker nodes on all interfaces, round-robin.
+fn write_l2_advertisements(out: &mut String, pools: &[Pool], count: usize) {
+    let auto: Vec<usize> = (0..pools.len()).filter(|&p| pools[p].auto_assign).collect();
+    let opt_in: Vec<usize> = (0..pools.len()).filter(|&p| !pools[p].auto_assign).collect();
+    for a in 0..count {
+        let members: Vec<usize> = match a {
+            0 => auto.clone(),
+            _ if opt_in.is_empty() => auto.clone(),
+            _ => {
+                let m: Vec<usize> = opt_in.iter().copied().skip(a - 1).step_by(count - 1).collect();
+                if m.is_empty() { vec![opt_in[0]] } else { m }
+            }
+        };
         let _ = write!(
             out,
             "- apiVersion: metallb.io/v1beta1\n  kind: L2Advertisement\n  metadata:\n    name: l2-{a:02}\n    namespace: metallb-system\n    annotations:\n"
         );
         kpt_annotations(out, "      ", "metallb-system/l2advertisements.yaml", a);
         out.push_str("  spec:\n    ipAddressPools:\n");
-        for p in (0..spec.pools).filter(|p| p % spec.l2_advertisements == a) {
-            let _ = writeln!(out, "    - pool-{p:03}");
+        for p in &members {
+            let _ = writeln!(out, "    - {}", pools[*p].name);
         }
-        if a % 2 == 0 {
+        if members.iter().all(|&p| pools[p].auto_assign) {
             out.push_str("    interfaces:\n    - eth0\n");
-        }
-        if a % 3 == 1 {
+        } else {
             out.push_str(
                 "    nodeSelectors:\n    - matchLabels:\n        node-role.kubernetes.io/worker: \"\"\n",
             );
         }
     }
+}
+
+/// The MetalLB and Cilium installations as Flux HelmReleases. With `speaker_stopped` the
+/// MetalLB values already have the speaker disabled (the state phase `prepare` leaves).
+fn write_releases(out: &mut String, speaker_stopped: bool) {
+    out.push_str("- apiVersion: helm.toolkit.fluxcd.io/v2\n  kind: HelmRelease\n  metadata:\n    name: metallb\n    namespace: metallb-system\n    annotations:\n");
+    kpt_annotations(out, "      ", "releases/metallb.yaml", 0);
+    out.push_str("  spec:\n    interval: 30m\n    releaseName: metallb\n    chart:\n      spec:\n        chart: metallb\n        version: 0.15.3\n        sourceRef:\n          kind: HelmRepository\n          name: metallb\n          namespace: flux-system\n    values:\n      controller:\n        logLevel: info\n      speaker:\n");
+    if speaker_stopped {
+        out.push_str("        enabled: false\n");
+    } else {
+        out.push_str("        logLevel: info\n        tolerateMaster: true\n");
+    }
+    out.push_str("- apiVersion: helm.toolkit.fluxcd.io/v2\n  kind: HelmRelease\n  metadata:\n    name: cilium\n    namespace: kube-system\n    annotations:\n");
+    kpt_annotations(out, "      ", "releases/cilium.yaml", 0);
+    out.push_str("  spec:\n    interval: 30m\n    releaseName: cilium\n    chart:\n      spec:\n        chart: cilium\n        version: 1.18.4\n        sourceRef:\n          kind: HelmRepository\n          name: cilium\n          namespace: flux-system\n    values:\n      kubeProxyReplacement: true\n      k8sServiceHost: api.platform.example.net\n      k8sServicePort: 6443\n      ipam:\n        mode: kubernetes\n      devices:\n      - eth0\n");
 }
 
 /// How a Service asks MetalLB for its address.

@@ -20,7 +20,9 @@ USAGE:
 
 PRESETS (start values, options override them):
     lb-1k, lb-10k, lb-100k   N LoadBalancer Services (40 per namespace), 8 IPAddressPools,
-                             4 L2Advertisements, LoadBalancerAnnouncer config (announcer: cilium)
+                             4 L2Advertisements, MetalLB + Cilium HelmReleases, LoadBalancerAnnouncer
+                             config (announcer: cilium, phase: prepare; MetalLB speaker running)
+    lb-1k-cutover, ...       the same with phase: cutover (speaker already disabled)
     sylva                    150 Sylva unit Kustomizations + sylva-units-values Secret, 24 Services,
                              3 pools, 2 L2Advertisements, MetalLBImagePrepull config
 
@@ -30,7 +32,7 @@ OPTIONS:
     --pools N                MetalLB IPAddressPools (1..=150)
     --l2-advertisements N    MetalLB L2Advertisements (1..=pools)
     --units N                Sylva unit Kustomizations (0, or at least 8)
-    --config KIND            none | announcer | prepull
+    --config KIND            none | announcer (= announcer-prepare) | announcer-cutover | prepull
     --seed N                 PRNG seed (same arguments, same bytes)
     -o, --output FILE        write to FILE instead of stdout
 ";
