@@ -45,9 +45,8 @@ fn metallb_admits(pool: &Pool, svc: &LbService, inv: &Inventory) -> Option<bool>
         return Some(true);
     };
     let ns = svc.namespace();
-    let ns_ok = if alloc.namespaces.is_empty() && alloc.namespace_selectors.is_empty() {
-        true
-    } else if alloc.namespaces.iter().any(|n| n == ns) {
+    let unrestricted = alloc.namespaces.is_empty() && alloc.namespace_selectors.is_empty();
+    let ns_ok = if unrestricted || alloc.namespaces.iter().any(|n| n == ns) {
         true
     } else if alloc.namespace_selectors.is_empty() {
         false

@@ -205,7 +205,10 @@ fn service_change(old: &Value, new: &Value, phase: Phase, pool_label: &str) -> K
     if !set.is_empty() {
         parts.push(format!(
             "annotations set: {}",
-            set.keys().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")
+            set.keys()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     if let Some(label) = map(new, "labels").get(pool_label)
@@ -214,13 +217,19 @@ fn service_change(old: &Value, new: &Value, phase: Phase, pool_label: &str) -> K
         parts.push(format!("label {pool_label}={label}"));
     }
     if !removed.is_empty() {
-        parts.push(format!("MetalLB annotations removed: {}", removed.join(", ")));
+        parts.push(format!(
+            "MetalLB annotations removed: {}",
+            removed.join(", ")
+        ));
     } else if phase == Phase::Prepare {
         parts.push("MetalLB annotations kept until phase cutover".into());
     }
-    let r = KrmResult::info(format!("Service rewritten for Cilium LB-IPAM: {}", parts.join("; ")))
-        .about(old)
-        .field("metadata.annotations");
+    let r = KrmResult::info(format!(
+        "Service rewritten for Cilium LB-IPAM: {}",
+        parts.join("; ")
+    ))
+    .about(old)
+    .field("metadata.annotations");
     if set.is_empty() {
         r
     } else {
@@ -370,7 +379,12 @@ impl<'a> Cutover<'a> {
             if let Some(new) =
                 services::rewrite(&self.items[plan.index], plan, self.phase, &pool_label)
             {
-                self.results.push(service_change(&self.items[plan.index], &new, self.phase, &pool_label));
+                self.results.push(service_change(
+                    &self.items[plan.index],
+                    &new,
+                    self.phase,
+                    &pool_label,
+                ));
                 self.replace(plan.index, new);
             }
         }
@@ -806,3 +820,6 @@ impl<'a> Cutover<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
