@@ -233,3 +233,76 @@ pub fn add_depends_on(index: usize, item: &Value, out: &mut Outcome) {
         item: updated,
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(src: &str) -> Value {
+        serde_yaml::from_str(src).unwrap()
+    }
+
+    const GEN: &str = "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: metallb-image-prepull\n  annotations:\n    fn.cutover.dev/generated-by: metallb-image-prepull\n";
+
+    #[test]
+    fn unchanged_objects_get_no_edit_changed_ones_keep_identity_annotations() {
+        let mut existing = v(&format!(
+            "{GEN}    config.k8s.io/id: '4'\n    internal.config.kubernetes.io/path: x.yaml\nspec: {{a: 1}}\n"
+        ));
+        let items = vec![existing.clone()];
+        let inputs = Inputs::scan(&items, None, "metallb");
+        let mut out = Outcome::default();
+        let same = v(&format!("{GEN}spec: {{a: 1}}\n"));
+        assert!(!apply_unit(&items, &inputs, vec![same], &mut out));
+        assert!(out.edits.is_empty());
+        let changed = v(&format!("{GEN}spec: {{a: 2}}\n"));
+        assert!(apply_unit(&items, &inputs, vec![changed], &mut out));
+        let Edit::Replace { index: 0, item } = &out.edits[0] else {
+            panic!("{:?}", out.edits)
+        };
+        assert_eq!(item.annotation("config.k8s.io/id"), Some("4"));
+        assert_eq!(item["spec"]["a"], 2);
+        // Stale generated objects are removed.
+        existing["metadata"]["name"] = "old".into();
+        let items = vec![existing];
+        let inputs = Inputs::scan(&items, None, "metallb");
+        let mut out = Outcome::default();
+        apply_unit(&items, &inputs, Vec::new(), &mut out);
+        assert_eq!(out.edits, vec![Edit::Remove { index: 0 }]);
+    }
+
+    #[test]
+    fn depends_on_is_added_once_and_removed_cleanly() {
+        let metallb = v(
+            "kind: Kustomization\nmetadata: {name: metallb, namespace: ns}\nspec: {interval: 1h}\n",
+        );
+        let mut out = Outcome::default();
+        add_depends_on(0, &metallb, &mut out);
+        let Edit::Replace { item, .. } = &out.edits[0] else {
+            panic!()
+        };
+        assert_eq!(
+            item["spec"]["dependsOn"],
+            v("[{name: metallb-image-prepull}]")
+        );
+        let mut again = Outcome::default();
+        add_depends_on(0, item, &mut again);
+        assert!(again.edits.is_empty(), "no duplicate");
+        // An entry in another namespace is someone else's.
+        let other = v(
+            "kind: Kustomization\nmetadata: {name: metallb, namespace: ns}\nspec: {dependsOn: [{name: metallb-image-prepull, namespace: elsewhere}]}\n",
+        );
+        let mut out2 = Outcome::default();
+        add_depends_on(0, &other, &mut out2);
+        assert_eq!(out2.edits.len(), 1);
+        // Removal drops the key it created.
+        let items = vec![item.clone()];
+        let inputs = Inputs::scan(&items, None, "metallb");
+        let mut removed = Outcome::default();
+        remove_unit(&items, &inputs, Some(0), &mut removed);
+        let Edit::Replace { item: back, .. } = &removed.edits[0] else {
+            panic!()
+        };
+        assert_eq!(back, &metallb);
+    }
+}

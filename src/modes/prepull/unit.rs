@@ -239,3 +239,98 @@ pub fn settings(
         flux_file,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn docs(src: &str) -> Vec<Value> {
+        serde_yaml::Deserializer::from_str(src)
+            .map(|d| serde::Deserialize::deserialize(d).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn payload_dir_must_stay_inside_the_package() {
+        for (path, ok) in [
+            ("./metallb-image-prepull", Some("metallb-image-prepull")),
+            ("units/prepull/", Some("units/prepull")),
+            ("../x", None),
+            ("/abs", None),
+            ("./", None),
+            ("a//b", None),
+        ] {
+            let spec = MetalLBImagePrepullSpec {
+                path: path.into(),
+                ..Default::default()
+            };
+            assert_eq!(payload_dir(&spec, None).ok().as_deref(), ok, "{path}");
+        }
+    }
+
+    #[test]
+    fn settings_copy_siblings() {
+        let items = docs(
+            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: metallb\n  namespace: sylva-system\n  labels: {sylva-units.unit: metallb, common: x, sylva-units/protected: ''}\n  annotations: {config.kubernetes.io/path: units/all.yaml, config.kubernetes.io/index: '1'}\nspec:\n  interval: 1h\n  retryInterval: 2m\n  sourceRef: {kind: OCIRepository, name: sylva-core}\n  dependsOn: [{name: root-dependency-7}, {name: cluster-vip}]\n---\n\
+             apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: other\n  labels: {sylva-units.unit: other, common: x}\n  annotations: {config.kubernetes.io/path: units/metallb-image-prepull.yaml}\nspec: {}\n",
+        );
+        let spec = MetalLBImagePrepullSpec::default();
+        let inputs = Inputs::scan(&items, None, "metallb");
+        let s = settings(&spec, &items, &inputs, Some(&items[0]), None).unwrap();
+        assert_eq!(s.flux_namespace.as_deref(), Some("sylva-system"));
+        assert_eq!(s.interval, "1h");
+        assert_eq!(s.retry_interval.as_deref(), Some("2m"));
+        assert_eq!(s.source_ref.kind, "OCIRepository");
+        assert_eq!(s.depends_on.len(), 1, "only the ordering root");
+        assert_eq!(s.flux_labels.get("common").map(String::as_str), Some("x"));
+        assert_eq!(
+            s.flux_labels.get("sylva-units.unit").map(String::as_str),
+            Some(UNIT)
+        );
+        assert!(!s.flux_labels.contains_key("sylva-units/protected"));
+        // Index 0 of the target file is taken by another object: next free index.
+        assert_eq!(
+            s.flux_file,
+            ("units/metallb-image-prepull.yaml".to_string(), 1)
+        );
+        assert_eq!(s.payload_dir, "metallb-image-prepull");
+    }
+
+    #[test]
+    fn depends_on_must_be_a_list_of_named_entries() {
+        let bad = docs("kind: Kustomization\nspec: {dependsOn: [{name: a}, {name: 3}]}\n");
+        assert_eq!(
+            depends_on(&bad[0]).unwrap_err().field.unwrap().path,
+            "spec.dependsOn[1]"
+        );
+        let bad = docs("kind: Kustomization\nspec: {dependsOn: {name: a}}\n");
+        assert_eq!(
+            depends_on(&bad[0]).unwrap_err().field.unwrap().path,
+            "spec.dependsOn"
+        );
+        let good = docs("kind: Kustomization\nspec: {dependsOn: [{name: a, namespace: b}]}\n");
+        assert_eq!(depends_on(&good[0]).unwrap().entries.len(), 1);
+    }
+
+    #[test]
+    fn objects_of_others_in_the_payload_dir_are_an_error() {
+        let items = docs(
+            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: metallb}\nspec: {sourceRef: {kind: GitRepository, name: s}}\n---\n\
+             apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: mine\n  annotations: {config.kubernetes.io/path: metallb-image-prepull/cm.yaml}\n",
+        );
+        let inputs = Inputs::scan(&items, None, "metallb");
+        let e = settings(
+            &MetalLBImagePrepullSpec::default(),
+            &items,
+            &inputs,
+            Some(&items[0]),
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("choose another spec.path"),
+            "{}",
+            e.message
+        );
+    }
+}
