@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-10}
 WARMUP=${WARMUP:-2}
 presets=("$@")
-[ ${#presets[@]} -eq 0 ] && presets=(lb-1k lb-10k lb-100k sylva)
+[ ${#presets[@]} -eq 0 ] && presets=(lb-1k lb-10k lb-100k lb-1k-cutover lb-10k-cutover lb-100k-cutover sylva)
 
 command -v hyperfine >/dev/null || { echo "hyperfine missing (apt-get install -y hyperfine)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "/usr/bin/time missing (apt-get install -y time)" >&2; exit 1; }
@@ -32,8 +32,8 @@ peak_rss() {
   tail -n 1 "$results/time.out"
 }
 
-echo "| input | size MiB | identity s | cutover s | ratio | exit | identity RSS MiB | cutover RSS MiB | cutover RSS / input | RSS target MiB |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| input | MiB | identity s | identity --emit-all s | cutover s | ratio (wall) | ratio (CPU) | exit | identity RSS MiB | cutover RSS MiB | cutover RSS / input | RSS target MiB |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for preset in "${presets[@]}"; do
   input="$inputs/$preset.yaml"
   "$bin/cutover-gen" "$preset" -o "$input"
@@ -45,23 +45,29 @@ for preset in "${presets[@]}"; do
   hyperfine --style none --warmup "$WARMUP" --runs "$RUNS" -i \
     --export-json "$results/$preset.json" \
     -n identity "$bin/cutover-identity < $input > /dev/null" \
+    -n identity-emit-all "$bin/cutover-identity --emit-all < $input > /dev/null" \
     -n cutover "$bin/cutover < $input > /dev/null 2>&1" >&2
   bytes=$(stat -c %s "$input")
   rss_id=$(peak_rss "$bin/cutover-identity" "$input")
   rss_cu=$(peak_rss "$bin/cutover" "$input")
   jq -r --arg preset "$preset" --argjson bytes "$bytes" --argjson code "$code" \
      --argjson rss_id "$rss_id" --argjson rss_cu "$rss_cu" '
-    (.results[] | select(.command == "identity") | .mean) as $id
-    | (.results[] | select(.command == "cutover") | .mean) as $cu
-    | "| \($preset) | \($bytes / 1048576 * 10 | round / 10) | \($id * 1000 | round / 1000) (±\(.results[0].stddev * 1000 | round / 1000)) | \($cu * 1000 | round / 1000) (±\(.results[1].stddev * 1000 | round / 1000)) | \($cu / $id * 100 | round / 100) | \($code) | \($rss_id / 1024 | round) | \($rss_cu / 1024 | round) | \($rss_cu * 1024 / $bytes * 10 | round / 10)x | \(3 * $bytes / 1048576 + 16 | round) |"
+    def r($c): .results[] | select(.command == $c);
+    def s(x): x * 1000 | round / 1000;
+    def t($c): "\(s(r($c).mean)) ±\(s(r($c).stddev))";
+    def cpu($c): r($c).user + r($c).system;
+    "| \($preset) | \($bytes / 1048576 * 10 | round / 10) | \(t("identity")) | \(t("identity-emit-all")) | \(t("cutover")) | \(r("cutover").mean / r("identity").mean * 100 | round / 100) | \(cpu("cutover") / cpu("identity") * 100 | round / 100) | \($code) | \($rss_id / 1024 | round) | \($rss_cu / 1024 | round) | \($rss_cu * 1024 / $bytes * 10 | round / 10)x | \(3 * $bytes / 1048576 + 16 | round) |"
   ' "$results/$preset.json"
 done
 
-# Near-linearity: 100k vs 10k Services (target <= 11).
-if [ -f "$results/lb-10k.json" ] && [ -f "$results/lb-100k.json" ]; then
+# Near-linearity: 100k vs 10k Services (target <= 11), wall and CPU time.
+for base in lb lb-cutover; do
+  small="$results/${base/lb/lb-10k}.json"
+  large="$results/${base/lb/lb-100k}.json"
+  [ -f "$small" ] && [ -f "$large" ] || continue
   for cmd in identity cutover; do
-    r10=$(jq --arg c "$cmd" '.results[] | select(.command == $c) | .mean' "$results/lb-10k.json")
-    r100=$(jq --arg c "$cmd" '.results[] | select(.command == $c) | .mean' "$results/lb-100k.json")
-    echo "$cmd: lb-100k / lb-10k time ratio = $(jq -n "$r100 / $r10 * 100 | round / 100")"
+    jq -rn --arg c "$cmd" --arg base "$base" --slurpfile a "$small" --slurpfile b "$large" '
+      def r($f): $f[0].results[] | select(.command == $c);
+      "\($base) \($c): 100k/10k time ratio = \(r($b).mean / r($a).mean * 100 | round / 100) (wall), \((r($b).user + r($b).system) / (r($a).user + r($a).system) * 100 | round / 100) (CPU)"'
   done
-fi
+done

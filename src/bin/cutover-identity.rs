@@ -4,6 +4,9 @@
 //! items verbatim from the input text when the layout allows and emits the rest), doing nothing
 //! in between: exactly what `cutover` does for a run that changes no item. Benchmarks compare
 //! `cutover` against it (see `docs/benchmarks.md`).
+//!
+//! `cutover-identity --emit-all` writes every item with the emitter instead of copying its text:
+//! the floor for a run that rewrites every item (as the announcer does with every Service).
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
@@ -11,6 +14,14 @@ use std::process::ExitCode;
 use cutover::krm::io;
 
 fn main() -> ExitCode {
+    let emit_all = match std::env::args().nth(1).as_deref() {
+        None => false,
+        Some("--emit-all") => true,
+        Some(other) => {
+            eprintln!("cutover-identity: unexpected argument {other:?} (only --emit-all)");
+            return ExitCode::from(2);
+        }
+    };
     let mut input = Vec::new();
     if let Err(e) = std::io::stdin().read_to_end(&mut input) {
         eprintln!("cutover-identity: cannot read stdin: {e}");
@@ -29,6 +40,7 @@ fn main() -> ExitCode {
         .item_spans
         .iter()
         .flatten()
+        .filter(|_| !emit_all)
         .map(|span| text.get(span.clone()))
         .collect();
     let output = match io::write(
@@ -44,6 +56,9 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Free the parsed tree the way the function does (off the critical path).
+    drop(verbatim);
+    cutover::function::free_in_background(list);
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(&output).and_then(|()| stdout.flush()) {
         Ok(()) => ExitCode::SUCCESS,

@@ -361,13 +361,20 @@ fn write_pools(out: &mut String, pools: &[Pool]) {
 /// worker nodes on all interfaces, round-robin.
 fn write_l2_advertisements(out: &mut String, pools: &[Pool], count: usize) {
     let auto: Vec<usize> = (0..pools.len()).filter(|&p| pools[p].auto_assign).collect();
-    let opt_in: Vec<usize> = (0..pools.len()).filter(|&p| !pools[p].auto_assign).collect();
+    let opt_in: Vec<usize> = (0..pools.len())
+        .filter(|&p| !pools[p].auto_assign)
+        .collect();
     for a in 0..count {
         let members: Vec<usize> = match a {
             0 => auto.clone(),
             _ if opt_in.is_empty() => auto.clone(),
             _ => {
-                let m: Vec<usize> = opt_in.iter().copied().skip(a - 1).step_by(count - 1).collect();
+                let m: Vec<usize> = opt_in
+                    .iter()
+                    .copied()
+                    .skip(a - 1)
+                    .step_by(count - 1)
+                    .collect();
                 if m.is_empty() { vec![opt_in[0]] } else { m }
             }
         };
