@@ -5,7 +5,7 @@
 #
 #   benches/whole-process.sh                 # presets lb-1k lb-10k lb-100k sylva
 #   benches/whole-process.sh lb-10k sylva    # some presets
-#   RUNS=5 WARMUP=1 benches/whole-process.sh
+#   RUNS=5 WARMUP=1 RUNS_LARGE=2 benches/whole-process.sh
 #
 # Writes inputs to target/bench-inputs/, hyperfine JSON to target/bench-results/, and prints a
 # Markdown table: mean times, ratio cutover/identity, peak RSS and RSS/input size.
@@ -14,6 +14,9 @@ cd "$(dirname "$0")/.."
 
 RUNS=${RUNS:-10}
 WARMUP=${WARMUP:-2}
+# 100k inputs take seconds per run: fewer runs.
+RUNS_LARGE=${RUNS_LARGE:-3}
+WARMUP_LARGE=${WARMUP_LARGE:-1}
 presets=("$@")
 [ ${#presets[@]} -eq 0 ] && presets=(lb-1k lb-10k lb-100k lb-1k-cutover lb-10k-cutover lb-100k-cutover sylva)
 
@@ -42,7 +45,9 @@ for preset in "${presets[@]}"; do
   code=0
   "$bin/cutover" <"$input" >/dev/null 2>"$results/$preset.stderr" || code=$?
   # hyperfine 1.15 has no --input: redirect in its shell (it subtracts the shell spawn time).
-  hyperfine --style none --warmup "$WARMUP" --runs "$RUNS" -i \
+  runs=$RUNS warmup=$WARMUP
+  case "$preset" in *100k*) runs=$RUNS_LARGE warmup=$WARMUP_LARGE ;; esac
+  hyperfine --style none --warmup "$warmup" --runs "$runs" -i \
     --export-json "$results/$preset.json" \
     -n identity "$bin/cutover-identity < $input > /dev/null" \
     -n identity-emit-all "$bin/cutover-identity --emit-all < $input > /dev/null" \

@@ -277,7 +277,15 @@ pub fn write(
     kept_results: &[Value],
     new_results: &[KrmResult],
 ) -> Result<Vec<u8>, serde_yaml::Error> {
-    let mut out = String::with_capacity(items.len() * 512 + 256);
+    // Size the buffer once: copied items by their text, emitted items and results generously
+    // (pages never written are never touched, so over-reserving costs no memory; growing a
+    // 100 MB buffer by doubling costs copies and page faults).
+    let copied: usize = verbatim.iter().flatten().map(|text| text.len() + 1).sum();
+    let emitted = items
+        .len()
+        .saturating_sub(verbatim.iter().flatten().count());
+    let capacity = copied + emitted * 1536 + (kept_results.len() + new_results.len()) * 640 + 4096;
+    let mut out = String::with_capacity(capacity);
     out.push_str("apiVersion: ");
     out.push_str(OUTPUT_API_VERSION);
     out.push_str("\nkind: ResourceList\n");
@@ -302,14 +310,16 @@ pub fn write(
         m.insert("functionConfig".into(), fc.clone());
         emit::emit_document(&mut out, &Value::Mapping(m));
     }
+    // `results:` then one entry per result at column 0: the same text as emitting the mapping
+    // `{results: [...]}`, without first building (and cloning into) one Value for all of them.
     if !kept_results.is_empty() || !new_results.is_empty() {
-        let mut results: Vec<Value> = kept_results.to_vec();
-        for r in new_results {
-            results.push(serde_yaml::to_value(r)?);
+        out.push_str("results:\n");
+        for r in kept_results {
+            emit::emit_entry(&mut out, r, 0);
         }
-        let mut m = Mapping::new();
-        m.insert("results".into(), Value::Sequence(results));
-        emit::emit_document(&mut out, &Value::Mapping(m));
+        for r in new_results {
+            emit::emit_entry(&mut out, &serde_yaml::to_value(r)?, 0);
+        }
     }
     Ok(out.into_bytes())
 }
