@@ -309,35 +309,49 @@ fn platform_values_switch_selects_cilium() {
 
 #[test]
 fn running_on_its_own_output_changes_nothing() {
-    for phase in ["  phase: prepare\n", CUTOVER] {
-        let s = svc("web", "a", "10.0.0.5");
-        let first = run(&[POOL, ADV, METALLB_RUNNING, s.as_str()], &fc(phase));
-        let first = if phase == CUTOVER {
-            // cutover needs the speaker stopped: chain prepare → cutover.
-            let prepared = run(
-                &[POOL, ADV, METALLB_RUNNING, s.as_str()],
-                &fc("  phase: prepare\n"),
-            );
-            let texts: Vec<String> = output_items(&prepared)
-                .iter()
-                .map(|v| serde_yaml::to_string(v).unwrap())
-                .collect();
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            run(&refs, &fc(phase))
-        } else {
-            first
-        };
-        assert_eq!(first.code, 0, "{}", first.stderr);
+    let s = svc("web", "a", "10.0.0.5");
+    let pinned = svc("pinned", "b", "10.0.0.6").replace(
+        "metadata:\n  name: pinned\n",
+        "metadata:\n  name: pinned\n  annotations:\n    metallb.universe.tf/loadBalancerIPs: 10.0.0.6\n",
+    );
+    let mut texts: Vec<String> = [POOL, ADV, METALLB_RUNNING, s.as_str(), pinned.as_str()]
+        .iter()
+        .map(|t| (*t).to_owned())
+        .collect();
+    // The phases chain: each runs on the previous one's output, then once more on its own.
+    for phase in ["prepare", "stop-speaker", "cutover"] {
+        let config = fc(&format!("  phase: {phase}\n"));
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let first = run(&refs, &config);
+        assert_eq!(first.code, 0, "{phase}: {}", first.stderr);
         let once = output_items(&first);
-        let texts: Vec<String> = once
+        assert_ne!(once, values(&refs), "phase {phase} changed nothing");
+        texts = once
             .iter()
             .map(|v| serde_yaml::to_string(v).unwrap())
             .collect();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let second = run(&refs, &fc(phase));
-        assert_eq!(second.code, 0, "{}", second.stderr);
-        assert_eq!(output_items(&second), once, "phase {phase}");
+        let second = run(&refs, &config);
+        assert_eq!(second.code, 0, "{phase}: {}", second.stderr);
+        assert_eq!(
+            output_items(&second),
+            once,
+            "phase {phase} is not idempotent"
+        );
     }
+    let kinds: Vec<String> = values(&texts.iter().map(String::as_str).collect::<Vec<_>>())
+        .iter()
+        .map(|v| v["kind"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "Service",
+            "Service",
+            "CiliumLoadBalancerIPPool",
+            "CiliumL2AnnouncementPolicy"
+        ]
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -538,10 +552,12 @@ fn cutover_while_the_speaker_runs_is_an_error() {
 }
 
 #[test]
-fn prepare_without_a_metallb_installation_is_an_error() {
+fn stop_speaker_without_a_metallb_installation_is_an_error() {
     let items = [POOL, ADV];
+    // Phase prepare does not touch MetalLB, so it runs without the installation.
+    assert_eq!(run(&items, &fc("  phase: prepare\n")).code, 0);
     assert_error(
-        &run(&items, &fc("  phase: prepare\n")),
+        &run(&items, &fc("  phase: stop-speaker\n")),
         &items,
         "LoadBalancerAnnouncer",
         "announcer",
@@ -705,4 +721,176 @@ fn coverage_summary_counts_every_service() {
     assert!(messages(&out, "info")
         .iter()
         .any(|m| m == "coverage: 5 of 5 LoadBalancer Services served by MetalLB keep their IP, pool, announcing nodes and interfaces"));
+}
+
+#[test]
+fn services_of_another_service_proxy_are_an_error() {
+    let s = svc("vm", "tenant", "10.0.0.5").replace(
+        "  namespace: tenant\n",
+        "  namespace: tenant\n  labels:\n    service.kubernetes.io/service-proxy-name: cozy-proxy\n",
+    );
+    let items = [POOL, ADV, METALLB_STOPPED, s.as_str()];
+    assert_error(
+        &run(&items, &fc(CUTOVER)),
+        &items,
+        "Service",
+        "vm",
+        "metadata.labels.service.kubernetes.io/service-proxy-name",
+    );
+}
+
+#[test]
+fn malformed_metallb_objects_are_errors_naming_the_field() {
+    let bad = POOL.replace(
+        "  addresses:\n    - 10.0.0.0/24\n",
+        "  addresses: 10.0.0.0/24\n",
+    );
+    let items = [bad.as_str(), ADV, METALLB_STOPPED];
+    assert_error(
+        &run(&items, &fc(CUTOVER)),
+        &items,
+        "IPAddressPool",
+        "pool-a",
+        "spec.addresses",
+    );
+    let bad_op = format!(
+        "{ADV}spec:\n  ipAddressPoolSelectors:\n    - matchExpressions:\n        - key: a\n          operator: Gt\n          values: ['1']\n"
+    );
+    let items = [POOL, bad_op.as_str(), METALLB_STOPPED];
+    assert_error(
+        &run(&items, &fc(CUTOVER)),
+        &items,
+        "L2Advertisement",
+        "adv",
+        "spec.ipAddressPoolSelectors[0]",
+    );
+    let long = POOL.replace("pool-a", &"p".repeat(64));
+    let items = [long.as_str(), ADV, METALLB_STOPPED];
+    assert_error(
+        &run(&items, &fc(CUTOVER)),
+        &items,
+        "IPAddressPool",
+        &"p".repeat(64),
+        "metadata.name",
+    );
+}
+
+#[test]
+fn address_pool_naming_an_unknown_pool_is_an_error() {
+    let s = svc("web", "a", "10.0.0.5").replace(
+        "metadata:\n  name: web\n",
+        "metadata:\n  name: web\n  annotations:\n    metallb.io/address-pool: nope\n",
+    );
+    let items = [POOL, ADV, METALLB_STOPPED, s.as_str()];
+    assert_error(
+        &run(&items, &fc(CUTOVER)),
+        &items,
+        "Service",
+        "web",
+        "metadata.annotations",
+    );
+}
+
+#[test]
+fn conflicting_or_invalid_platform_switches_are_errors() {
+    let cm = |name: &str, value: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  networking.loadBalancerAnnouncer: {value}\n"
+        )
+    };
+    let config = "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata:\n  name: a\nspec:\n  ciliumVersion: 1.18.4\n";
+    let (a, b) = (cm("a", "metallb"), cm("b", "cilium"));
+    let items = [POOL, ADV, METALLB_STOPPED, a.as_str(), b.as_str()];
+    assert_error(
+        &run(&items, config),
+        &items,
+        "ConfigMap",
+        "b",
+        "networking.loadBalancerAnnouncer",
+    );
+    let c = cm("c", "kube-vip");
+    let items = [POOL, ADV, METALLB_STOPPED, c.as_str()];
+    assert_error(
+        &run(&items, config),
+        &items,
+        "ConfigMap",
+        "c",
+        "networking.loadBalancerAnnouncer",
+    );
+}
+
+#[test]
+fn two_cilium_releases_or_a_pre_l2_cilium_are_errors() {
+    let rel = |name: &str, version: &str| {
+        format!(
+            "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: {name}\n  namespace: kube-system\nspec:\n  chart:\n    spec:\n      chart: cilium\n      version: {version}\n  values:\n    kubeProxyReplacement: true\n"
+        )
+    };
+    let config = "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata:\n  name: a\nspec:\n  announcer: cilium\n  phase: cutover\n";
+    let (a, b) = (rel("cilium", "1.18.4"), rel("cilium-2", "1.18.4"));
+    let items = [POOL, ADV, METALLB_STOPPED, a.as_str(), b.as_str()];
+    assert_error(
+        &run(&items, config),
+        &items,
+        "HelmRelease",
+        "cilium-2",
+        "spec.chart",
+    );
+    let old = rel("cilium", "1.13.9");
+    let items = [POOL, ADV, METALLB_STOPPED, old.as_str()];
+    assert_error(
+        &run(&items, config),
+        &items,
+        "HelmRelease",
+        "cilium",
+        "spec.chart.spec.version",
+    );
+}
+
+#[test]
+fn advertised_ipv6_pools_need_cilium_1_19() {
+    let v6 = POOL.replace(
+        "    - 10.0.0.0/24\n",
+        "    - 10.0.0.0/24\n    - fd00::/120\n",
+    );
+    let items = [v6.as_str(), ADV, METALLB_STOPPED];
+    assert_error(
+        &run(&items, &fc(CUTOVER)),
+        &items,
+        "IPAddressPool",
+        "pool-a",
+        "spec.addresses[1]",
+    );
+    let out = run(&items, &fc(CUTOVER).replace("1.18.4", "1.19.5"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(messages(&out, "warning").iter().any(|m| m.contains("NDP")));
+}
+
+#[test]
+fn generated_name_collisions_are_errors() {
+    let two = format!(
+        "{ADV}spec:\n  nodeSelectors:\n    - matchLabels:\n        a: b\n    - matchLabels:\n        c: d\n"
+    );
+    let clash = ADV.replace("name: adv", "name: adv-1");
+    let items = [POOL, two.as_str(), clash.as_str(), METALLB_STOPPED];
+    assert_error(
+        &run(&items, &fc(CUTOVER)),
+        &items,
+        "L2Advertisement",
+        "adv-1",
+        "metadata.name",
+    );
+}
+
+#[test]
+fn cilium_lb_ipam_not_owning_classless_services_is_an_error() {
+    let cilium = "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: cilium\n  namespace: kube-system\nspec:\n  chart:\n    spec:\n      chart: cilium\n      version: 1.19.2\n  values:\n    kubeProxyReplacement: true\n    defaultLBServiceIPAM: none\n";
+    let items = [POOL, ADV, METALLB_STOPPED, cilium];
+    assert_error(
+        &run(&items, &fc(CUTOVER)),
+        &items,
+        "HelmRelease",
+        "cilium",
+        "spec.values.defaultLBServiceIPAM",
+    );
 }

@@ -243,8 +243,8 @@ fn the_unit_follows_its_siblings_and_gates_metallb() {
     );
     assert_eq!(unit["spec"]["healthChecks"][0]["kind"], "Job");
     // Bounded: Flux timeout > Job deadline > wait timeout (10m default).
-    assert_eq!(unit["spec"]["timeout"], "13m");
-    assert_eq!(job["spec"]["activeDeadlineSeconds"], 720);
+    assert_eq!(unit["spec"]["timeout"], "16m");
+    assert_eq!(job["spec"]["activeDeadlineSeconds"], 900);
     assert!(job["spec"]["backoffLimit"].as_i64().unwrap() <= 2);
     assert!(job["spec"]["ttlSecondsAfterFinished"].is_number());
     // Same file directory as the gated unit, own file.
@@ -675,4 +675,94 @@ fn no_values_anywhere_is_an_error() {
         .unwrap()
         .retain(|i| i["kind"] != "Secret");
     fails(&list, "spec.values");
+}
+
+#[test]
+fn a_noop_image_for_shell_less_images_is_restricted_too() {
+    let list = with_spec(
+        source("prepull-upgrade-native-bgp"),
+        "noopImage",
+        "docker.io/library/busybox:1.36.1-musl".into(),
+    );
+    let out = ok(&list);
+    let ds: DaemonSet = k8s::roundtrip(find(&out, "DaemonSet", "metallb-image-prepull")).unwrap();
+    let pod = ds.spec.unwrap().template.spec.unwrap();
+    assert_eq!(k8s::restricted_violations(&pod), Vec::<String>::new());
+    let init = pod.init_containers.unwrap();
+    assert_eq!(init.len(), 3, "install-noop + frr-k8s + frr");
+    assert_eq!(
+        init[0].image.as_deref(),
+        Some("docker.io/library/busybox:1.36.1-musl")
+    );
+    for c in &init[1..] {
+        assert_eq!(c.command.as_deref(), Some(&["/noop/true".to_string()][..]));
+    }
+    // Both ways of saying how to no-op at once is a mistake.
+    let both = with_spec(list, "noopCommand", yaml("[/bin/true]"));
+    fails(&both, "spec.noopImage");
+}
+
+#[test]
+fn more_error_paths_leave_the_items_alone() {
+    let base = source("prepull-upgrade-native-bgp");
+    fails(
+        &with_spec(base.clone(), "images", yaml("[]")),
+        "spec.images",
+    );
+    fails(
+        &with_spec(
+            base.clone(),
+            "images",
+            yaml("[quay.io/frrouting/frr:10.4.3, quay.io/frrouting/frr:10.4.3]"),
+        ),
+        "spec.images[1]",
+    );
+    fails(
+        &with_spec(base.clone(), "noopCommand", yaml("[]")),
+        "spec.noopCommand",
+    );
+    // The gated Kustomization has no sourceRef to copy and none is configured.
+    let e = fails(
+        &edit_item(base.clone(), "Kustomization", "metallb", |i| {
+            i["spec"].as_mapping_mut().unwrap().remove("sourceRef");
+        }),
+        "spec.sourceRef",
+    );
+    assert_eq!(e["resourceRef"]["name"], "metallb");
+    // Two discovered values Secrets: which one?
+    let mut two = base.clone();
+    let mut copy = find(&base, "Secret", "sylva-units-values").clone();
+    set(&mut copy, &["metadata", "namespace"], "other".into());
+    set(
+        &mut copy,
+        &["metadata", "annotations", "config.kubernetes.io/path"],
+        "other/values.yaml".into(),
+    );
+    set(
+        &mut copy,
+        &[
+            "metadata",
+            "annotations",
+            "internal.config.kubernetes.io/path",
+        ],
+        "other/values.yaml".into(),
+    );
+    two["items"].as_sequence_mut().unwrap().push(copy);
+    let run = run_list(&two);
+    assert_eq!(run.code, 1);
+    let out = run.resource_list();
+    assert_eq!(items(&out), items(&two));
+    // Someone else's object already lives in the payload directory.
+    let mut taken = base.clone();
+    taken["items"].as_sequence_mut().unwrap().push(yaml(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\n  annotations:\n    config.kubernetes.io/path: metallb-image-prepull/notes.yaml\n    internal.config.kubernetes.io/path: metallb-image-prepull/notes.yaml\n",
+    ));
+    let run = run_list(&taken);
+    assert_eq!(run.code, 1);
+    assert_eq!(items(&run.resource_list()), items(&taken));
+    assert!(
+        run.stderr.contains("choose another spec.path"),
+        "{}",
+        run.stderr
+    );
 }

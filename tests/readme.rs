@@ -131,3 +131,39 @@ fn readme_test_command_is_what_ci_runs() {
         "README must show `{command}` (the command .ci/run runs) on its own line"
     );
 }
+
+#[test]
+fn quickstart_resource_list_is_the_example_and_runs() {
+    let root = common::root();
+    let file = root.join("examples/quickstart/resourcelist.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let body: String = text
+        .lines()
+        .skip_while(|l| l.starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let example = root.join("examples/prepull-upgrade-native-bgp");
+    let source = run_cmd(
+        common::kpt()
+            .args(["fn", "source"])
+            .arg(&example)
+            .arg("--fn-config")
+            .arg(example.join("fn-config.yaml"))
+            .current_dir(&root),
+    );
+    assert_eq!(source.code, 0, "{}", source.stderr);
+    assert_eq!(
+        body,
+        source.stdout_str(),
+        "examples/quickstart/resourcelist.yaml is stale: regenerate it with the command in its header"
+    );
+    let run = common::run_fn(text.as_bytes());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let kinds: Vec<String> = run.resource_list()["items"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|i| i["kind"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert!(kinds.iter().any(|k| k == "DaemonSet"), "{kinds:?}");
+}

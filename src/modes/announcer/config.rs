@@ -20,9 +20,10 @@ pub struct LoadBalancerAnnouncerSpec {
     pub announcer: Option<Announcer>,
     /// Cilium version (e.g. `1.18.4`); else the Cilium chart version among the items.
     pub cilium_version: Option<String>,
-    /// Which half of the cutover to emit (`announcer: cilium` only). `prepare` stops the MetalLB
-    /// speaker and adds the Cilium pools; `cutover` adds the L2 announcement policies and
-    /// removes MetalLB. Apply them one after the other so both never answer ARP at once.
+    /// Which step of the cutover to emit (`announcer: cilium` only): `prepare` adds the Cilium
+    /// pools and Service annotations while MetalLB still answers; `stop-speaker` also stops the
+    /// MetalLB speaker; `cutover` also adds the L2 announcement policies and removes MetalLB.
+    /// Apply them in this order so both never answer ARP at once.
     pub phase: Phase,
     /// Service label used to request a pool (what MetalLB's `address-pool` annotation becomes).
     pub pool_label: String,
@@ -53,17 +54,21 @@ pub enum Announcer {
     Cilium,
 }
 
-/// The two halves of the cutover. A single Flux apply creates before it prunes, so emitting
-/// Cilium's L2 policies and the MetalLB removal together would let both answer ARP for a while.
+/// The three steps of the cutover; each phase's output contains the previous ones. A single Flux
+/// apply creates before it prunes, so emitting Cilium's L2 policies and the MetalLB removal together
+/// would let both answer ARP for a while: the speaker is stopped in its own apply first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Phase {
-    /// Phase 1: disable the MetalLB speaker (nobody answers ARP; traffic keeps flowing to the
-    /// node upstream routers cached), add the Cilium pools, label/annotate the Services and
-    /// enable L2 announcements in the Cilium values. MetalLB objects stay.
+    /// Phase 1 (no ARP change): add the Cilium pools (Cilium imports the Services' current IPs),
+    /// label/annotate the Services, enable L2 announcements in the Cilium values. MetalLB keeps
+    /// running and answering; this phase can soak as long as needed.
     Prepare,
-    /// Phase 2: everything of phase 1 plus the CiliumL2AnnouncementPolicies; MetalLB objects,
-    /// annotations and installation are removed. Refuses to run while the speaker still runs.
+    /// Phase 2: phase 1 plus the MetalLB speaker stopped. From here until phase 3 is applied nobody
+    /// answers ARP: keep that window short (seconds).
+    StopSpeaker,
+    /// Phase 3: phase 2 plus the CiliumL2AnnouncementPolicies; MetalLB objects, annotations and
+    /// installation are removed. Refuses to run while the speaker still runs.
     Cutover,
 }
 
@@ -72,6 +77,7 @@ impl Phase {
     pub fn as_str(self) -> &'static str {
         match self {
             Phase::Prepare => "prepare",
+            Phase::StopSpeaker => "stop-speaker",
             Phase::Cutover => "cutover",
         }
     }

@@ -11,9 +11,9 @@ use serde_yaml::Value;
 use super::cilium::{IpPool, L2Policy, SVC_NAME_LABEL, SVC_NAMESPACE_LABEL, interface_from_regex};
 use super::inputs::{Inventory, LbService, Pool};
 use super::ipam::{CiliumBlock, parse_ip};
+use super::policies::advertised_pools;
 use super::selector::{self, Labels, canonical};
 use super::services::ServicePlan;
-use super::translate::advertised_pools;
 use crate::krm::KrmResult;
 
 /// How many per-Service coverage lines are reported before only the summary remains.
@@ -32,7 +32,11 @@ fn describe(set: &BTreeSet<Announcement>) -> String {
                 None => "all interfaces".to_owned(),
                 Some(s) => s.iter().cloned().collect::<Vec<_>>().join(","),
             };
-            format!("nodes {nodes} on {ifs}")
+            if nodes == "{}" {
+                format!("all nodes on {ifs}")
+            } else {
+                format!("nodes {nodes} on {ifs}")
+            }
         })
         .collect::<Vec<_>>()
         .join("; ")
@@ -67,14 +71,14 @@ fn metallb_admits(pool: &Pool, svc: &LbService, inv: &Inventory) -> Option<bool>
 }
 
 /// Runs the proof. `pools`/`policies` are the emitted objects; `after_labels(plan)` gives the
-/// Service's labels after the rewrite.
+/// labels of the Service item as rewritten (read from the edited YAML, not from the plan).
 pub fn prove(
     inv: &Inventory,
     items: &[Value],
     plans: &[ServicePlan],
     pools: &[IpPool],
     policies: &[L2Policy],
-    after_items: &dyn Fn(&ServicePlan) -> Value,
+    after_labels: &dyn Fn(&ServicePlan) -> Labels,
 ) -> Vec<KrmResult> {
     let mut results = Vec::new();
     let mut sink = Vec::new();
@@ -138,15 +142,7 @@ pub fn prove(
     for plan in plans {
         let svc = &inv.services[plan.service];
         let item = &items[plan.index];
-        let after = after_items(plan);
-        let mut labels: Labels = after
-            .get("metadata")
-            .and_then(|m| m.get("labels"))
-            .and_then(Value::as_mapping)
-            .into_iter()
-            .flatten()
-            .filter_map(|(k, v)| Some((k.as_str()?.to_owned(), v.as_str()?.to_owned())))
-            .collect();
+        let mut labels = after_labels(plan);
         let before_labels = svc.labels();
         labels.insert(SVC_NAMESPACE_LABEL.into(), svc.namespace().to_owned());
         labels.insert(SVC_NAME_LABEL.into(), svc.name().to_owned());
@@ -301,11 +297,19 @@ pub fn prove(
         if lines < MAX_SERVICE_LINES {
             lines += 1;
             results.push(
-                KrmResult::info(format!(
-                    "coverage: {} keeps {ips} from pool {pool_text}, announced from {} (before and after)",
-                    plan_name(svc),
-                    describe(&after_ann)
-                ))
+                KrmResult::info(if plan.ips.is_empty() {
+                    format!(
+                        "coverage: {} has no IP yet and allocates from the same pools ({pool_text}), announced from {} (before and after)",
+                        plan_name(svc),
+                        describe(&after_ann)
+                    )
+                } else {
+                    format!(
+                        "coverage: {} keeps {ips} from pool {pool_text}, announced from {} (before and after)",
+                        plan_name(svc),
+                        describe(&after_ann)
+                    )
+                })
                 .about(item)
                 .tag("check", "coverage"),
             );

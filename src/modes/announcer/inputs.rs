@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_yaml::Value;
 
 use super::ipam::{MetalLbAddress, parse_metallb_address};
-use super::selector::Labels;
+use super::selector::{Labels, labels_of};
 use crate::krm::annotations::LOCAL_CONFIG;
 use crate::krm::{KrmObject, KrmResult};
 
@@ -25,7 +25,7 @@ pub const METALLB_CLASS: &str = "metallb.io/metallb";
 /// MetalLB kinds that belong to its BGP mode (out of scope).
 pub const BGP_KINDS: &[&str] = &["BGPPeer", "BGPAdvertisement", "BFDProfile", "Community"];
 /// Label key/value cutover sets as a node selector to keep a MetalLB speaker DaemonSet off every
-/// node (phase `prepare`, for installs that are not Helm releases).
+/// node (phase `stop-speaker`, for installs that are not Helm releases).
 pub const SPEAKER_OFF: (&str, &str) = ("cutover.dev/metallb-speaker", "disabled");
 
 /// `metallb.io/v1beta1` IPAddressPool `spec`.
@@ -271,16 +271,6 @@ pub fn decode<T: DeserializeOwned>(
         .about(item)
         .field(field)
     })
-}
-
-fn labels_of(item: &Value) -> Labels {
-    item.get("metadata")
-        .and_then(|m| m.get("labels"))
-        .and_then(Value::as_mapping)
-        .into_iter()
-        .flatten()
-        .filter_map(|(k, v)| Some((k.as_str()?.to_owned(), v.as_str()?.to_owned())))
-        .collect()
 }
 
 /// Reads a nested value by path segments.

@@ -4,9 +4,21 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+use serde_yaml::Value;
 
 /// Labels of one object.
 pub type Labels = BTreeMap<String, String>;
+
+/// `metadata.labels` of an item as read by a selector.
+pub fn labels_of(item: &Value) -> Labels {
+    item.get("metadata")
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_mapping)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| Some((k.as_str()?.to_owned(), v.as_str()?.to_owned())))
+        .collect()
+}
 
 /// Checks that every expression uses a known operator and carries values exactly when it must.
 pub fn validate(sel: &LabelSelector) -> Result<(), String> {

@@ -15,6 +15,8 @@ use crate::krm::KrmResult;
 pub const METALLB_PREFIX: &str = "metallb.io/";
 /// Deprecated MetalLB annotation prefix, still read by MetalLB.
 pub const METALLB_OLD_PREFIX: &str = "metallb.universe.tf/";
+/// Services with this label belong to another service proxy; Cilium ignores them.
+pub const SERVICE_PROXY_NAME: &str = "service.kubernetes.io/service-proxy-name";
 /// Cilium annotation that permits sharing between ETP=Local Services with different pods.
 pub const PERMIT_DIFFERENT_PODS: &str = "lbipam.cilium.io/sharing-permit-different-pods";
 
@@ -112,6 +114,25 @@ pub fn plan(
                 .about(item)
                 .field("spec.loadBalancerClass")
                 .current(METALLB_CLASS),
+            );
+            continue;
+        }
+        if let Some(proxy) = svc
+            .svc
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(SERVICE_PROXY_NAME))
+        {
+            results.push(
+                KrmResult::error(format!(
+                    "{SERVICE_PROXY_NAME}={proxy}: Cilium (its own proxy name empty) filters such Services out of \
+                     what LB-IPAM and the L2 announcer see, so the IP would be neither kept nor announced \
+                     (cozystack's cozy-proxy VM Services); move them to another announcer first"
+                ))
+                .about(item)
+                .field(format!("metadata.labels.{SERVICE_PROXY_NAME}"))
+                .current(proxy.as_str()),
             );
             continue;
         }
@@ -268,7 +289,7 @@ fn mapping_at<'a>(root: &'a mut Value, keys: &[&str]) -> Option<&'a mut Mapping>
 }
 
 /// Applies a plan to a copy of the Service item. In phase `cutover` the MetalLB annotations go;
-/// in `prepare` they stay (the MetalLB controller still runs and must keep its view). Returns
+/// before it they stay (the MetalLB controller still runs and must keep its view). Returns
 /// `None` when nothing changes.
 pub fn rewrite(item: &Value, plan: &ServicePlan, phase: Phase, pool_label: &str) -> Option<Value> {
     let mut out = item.clone();

@@ -7,7 +7,7 @@ use super::cilium::{IpPool, L2Policy};
 use super::selector::key_in;
 use super::services::{self, ServicePlan};
 use super::version::CiliumVersion;
-use super::{Phase, coverage, inputs, translate};
+use super::{Phase, coverage, inputs, policies, translate};
 use crate::krm::{KrmResult, Severity};
 
 const ITEMS: &str = "
@@ -55,7 +55,7 @@ fn fixture() -> Fixture {
     let mut tr = translate::Translated::default();
     let mut results = Vec::new();
     translate::pools(&inv, &items, &version, LABEL, &mut tr, &mut results);
-    translate::policies(&inv, &items, LABEL, &mut tr, &mut results);
+    policies::policies(&inv, &items, LABEL, &mut tr, &mut results);
     let plans = services::plan(&inv, &items, &version, &mut results);
     assert!(!results.iter().any(KrmResult::is_error), "{results:?}");
     Fixture {
@@ -69,8 +69,10 @@ fn fixture() -> Fixture {
 
 fn prove(f: &Fixture) -> Vec<KrmResult> {
     let after = |plan: &ServicePlan| {
-        services::rewrite(&f.items[plan.index], plan, Phase::Cutover, LABEL)
-            .unwrap_or_else(|| f.items[plan.index].clone())
+        super::selector::labels_of(
+            &services::rewrite(&f.items[plan.index], plan, Phase::Cutover, LABEL)
+                .unwrap_or_else(|| f.items[plan.index].clone()),
+        )
     };
     coverage::prove(&f.inv, &f.items, &f.plans, &f.pools, &f.policies, &after)
 }

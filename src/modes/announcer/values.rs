@@ -1,11 +1,11 @@
-//! Helm values edits: stopping the MetalLB speaker (phase `prepare`) and enabling Cilium's L2
+//! Helm values edits: stopping the MetalLB speaker (phase `stop-speaker`) and enabling Cilium's L2
 //! announcements with a client rate limit sized for one lease per Service.
 
 use serde_yaml::{Mapping, Value};
 
 use super::inputs::{CiliumRelease, Install, InstallKind, SPEAKER_OFF, at};
 use super::version::CiliumVersion;
-use crate::krm::{KrmObject, KrmResult};
+use crate::krm::KrmResult;
 
 /// Cilium's default `l2announcements.leaseRenewDeadline`.
 pub const DEFAULT_RENEW_SECS: u64 = 5;
@@ -45,11 +45,12 @@ fn parse_values_content(item: &Value) -> Value {
         .unwrap_or_else(|| Value::Mapping(Mapping::new()))
 }
 
+/// Writes values back as YAML text with the engine's emitter, which quotes every string a YAML
+/// 1.1 reader (Helm) could take for a boolean or number.
 fn write_values_content(item: &mut Value, values: &Value) {
-    if let (Some(spec), Ok(text)) = (
-        mapping_at(item, &["spec".to_owned()]),
-        serde_yaml::to_string(values),
-    ) {
+    let mut text = String::new();
+    crate::krm::emit::emit_document(&mut text, values);
+    if let Some(spec) = mapping_at(item, &["spec".to_owned()]) {
         spec.insert(Value::from("valuesContent"), Value::from(text));
     }
 }
@@ -240,6 +241,35 @@ pub fn cilium(
             .proposed(true),
         );
     }
+    // LB-IPAM must own Services without a loadBalancerClass, or their IPs are neither imported
+    // nor announced (cozystack's 1.19 workaround sets defaultLBServiceIPAM: none).
+    if let Some(v) = scoped.get("defaultLBServiceIPAM")
+        && v.as_str() != Some("lbipam")
+    {
+        out.results.push(
+            KrmResult::error(
+                "defaultLBServiceIPAM is not lbipam: Cilium LB-IPAM would ignore Services without a \
+                 loadBalancerClass, which is every Service MetalLB serves",
+            )
+            .about(item)
+            .field(field("defaultLBServiceIPAM"))
+            .current(v.clone())
+            .proposed("lbipam"),
+        );
+    }
+    let lbipam_off = match scoped.get("enableLBIPAM") {
+        Some(Value::Bool(b)) => !b,
+        Some(Value::String(s)) => s == "false",
+        _ => false,
+    };
+    if lbipam_off {
+        out.results.push(
+            KrmResult::error("enableLBIPAM is false: the Cilium pools would never allocate")
+                .about(item)
+                .field(field("enableLBIPAM"))
+                .proposed(true),
+        );
+    }
     out.devices = match scoped.get("devices") {
         Some(Value::String(s)) => Some(
             s.split([' ', ','])
@@ -318,7 +348,6 @@ pub fn cilium(
         }
         out.edited = Some(new_item);
     }
-    let _ = item.name();
     out
 }
 
@@ -333,6 +362,23 @@ pub fn device_covers(device: &str, iface: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_content_keeps_yaml_1_1_strings_quoted() {
+        let item: Value = serde_yaml::from_str(
+            "apiVersion: helm.cattle.io/v1\nkind: HelmChart\nmetadata: {name: metallb}\nspec:\n  chart: metallb\n  valuesContent: |\n    mode: \"on\"\n",
+        )
+        .unwrap();
+        let install = Install {
+            index: 0,
+            kind: InstallKind::HelmChart,
+        };
+        let (out, _, _) = stop_speaker(&item, &install).unwrap();
+        let text = out["spec"]["valuesContent"].as_str().unwrap();
+        assert!(text.contains("mode: \"on\""), "{text}");
+        assert!(text.contains("enabled: false"), "{text}");
+        assert_eq!(speaker_stopped(&out, &install), Some(true));
+    }
 
     #[test]
     fn device_wildcards() {

@@ -70,6 +70,11 @@ impl CiliumVersion {
         self.at_least(1, 16)
     }
 
+    /// L2 announcements answer NDP for IPv6 from 1.19 (cilium/cilium#39648).
+    pub fn announces_ipv6(&self) -> bool {
+        self.at_least(1, 19)
+    }
+
     /// L2 announcements exist from 1.14.
     pub fn has_l2_announcements(&self) -> bool {
         self.at_least(1, 14)

@@ -36,6 +36,10 @@ pub struct MetalLBImagePrepullSpec {
     /// Command each pre-pull init container runs in its image: a no-op that exits 0. The
     /// default needs `/bin/sh`, which the frr-k8s and frr images (Alpine based) have.
     pub noop_command: Vec<String>,
+    /// For images without a shell: an image with a *static* busybox at `/bin/busybox` (e.g.
+    /// the official `busybox:<version>-musl`). Its binary is copied into an emptyDir and run as
+    /// `true` in every pre-pull container, replacing `noopCommand`.
+    pub noop_image: Option<ImageRef>,
     /// Image of the long-running container of the prepull DaemonSet.
     pub pause_image: ImageRef,
     /// Image of the waiter Job: needs `/bin/sh` and `kubectl` (default: Sylva's kube-job image).
@@ -46,18 +50,22 @@ pub struct MetalLBImagePrepullSpec {
     pub wait_timeout: Duration,
     /// What the waiter does when the rollout is not complete after `waitTimeout`.
     pub on_timeout: OnTimeout,
-    /// Flux source of the prepull unit; copied from the gated Kustomization when unset.
+    /// Flux source of the prepull unit (where the rendered payload directory is published);
+    /// copied from the gated Kustomization when unset, required for a kustomize generator call.
     pub source_ref: Option<SourceRef>,
     /// `spec.path` of the prepull Flux Kustomization and directory its payload is written to.
     pub path: String,
-    /// priorityClassName of the prepull pods.
+    /// priorityClassName of the pre-pull and waiter pods.
     pub priority_class_name: Option<String>,
-    /// Names of image pull secrets (in `namespace`) for the prepull pods.
+    /// Names of image pull secrets (in `namespace`) for the pre-pull and waiter pods (copies of
+    /// the secrets the metallb chart uses, for a private mirror).
     pub image_pull_secrets: Vec<String>,
-    /// Tolerations of the prepull pods; default tolerates every taint.
+    /// Tolerations of the pre-pull pods; default tolerates every taint, which covers every node
+    /// frr-k8s runs on (it tolerates control-plane taints).
     pub tolerations: Option<Vec<Toleration>>,
     /// Non-root uid the prepull and waiter containers run as (the frr and frr-k8s images
     /// default to root, so Pod Security "restricted" needs an explicit uid).
+    #[schemars(range(min = 1))]
     pub run_as_user: i64,
 }
 
@@ -69,7 +77,8 @@ impl Default for MetalLBImagePrepullSpec {
             values_from: None,
             kustomization: "metallb".into(),
             images: None,
-            noop_command: vec!["/bin/sh".into(), "-c".into(), "exit 0".into()],
+            noop_command: default_noop_command(),
+            noop_image: None,
             pause_image: ImageRef::parse("registry.k8s.io/pause:3.10").expect("valid default"),
             waiter_image: ImageRef::parse(DEFAULT_WAITER_IMAGE).expect("valid default"),
             namespace: "metallb-system".into(),
@@ -83,6 +92,11 @@ impl Default for MetalLBImagePrepullSpec {
             run_as_user: 65534,
         }
     }
+}
+
+/// `["/bin/sh", "-c", "exit 0"]`: the no-op for images with a shell.
+pub fn default_noop_command() -> Vec<String> {
+    vec!["/bin/sh".into(), "-c".into(), "exit 0".into()]
 }
 
 /// `upgrade: auto | true | false` (booleans accepted too).

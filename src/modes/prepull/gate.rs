@@ -60,6 +60,35 @@ impl Gate {
         self.upgrade.met && self.bgp.met && self.metallb.met
     }
 
+    /// One info result per condition (tag `check`), plus the backend case when BGP is configured.
+    pub fn results(&self, items: &[Value]) -> Vec<KrmResult> {
+        let mut out = Vec::with_capacity(4);
+        for (check, condition) in [
+            ("upgrade", &self.upgrade),
+            ("bgp", &self.bgp),
+            ("metallb", &self.metallb),
+        ] {
+            let r = KrmResult::info(format!(
+                "gate condition {check}: {} — {}",
+                if condition.met { "met" } else { "not met" },
+                condition.evidence
+            ))
+            .tag("check", check);
+            out.push(match condition.about {
+                Some(i) => r.about(&items[i]),
+                None => r,
+            });
+        }
+        if self.bgp.met {
+            out.push(
+                KrmResult::info(self.case.1.clone())
+                    .tag("check", "case")
+                    .tag("case", self.case.0.tag()),
+            );
+        }
+        out
+    }
+
     /// One-line reason the gate is closed (first failing condition first).
     pub fn closed_reason(&self) -> String {
         [&self.upgrade, &self.bgp, &self.metallb]

@@ -50,10 +50,11 @@ pub struct Inputs {
 impl Inputs {
     /// Indexes `items` for a run whose gated Kustomization is named `gated_name`.
     pub fn scan(items: &[Value], function_config: Option<&Value>, gated_name: &str) -> Self {
-        let fc_ref = function_config.map(KrmObject::object_ref);
         let mut inputs = Inputs::default();
         for (index, item) in items.iter().enumerate() {
-            if inputs.function_config.is_none() && fc_ref.as_ref() == Some(&item.object_ref()) {
+            if inputs.function_config.is_none()
+                && function_config.is_some_and(|fc| same_object(fc, item))
+            {
                 inputs.function_config = Some(index);
                 continue;
             }
@@ -100,6 +101,14 @@ impl Inputs {
     pub fn is_generator_call(&self) -> bool {
         self.resources == 0
     }
+}
+
+/// Same identity (without allocating: this runs once per item).
+fn same_object(a: &Value, b: &Value) -> bool {
+    a.name() == b.name()
+        && a.kind() == b.kind()
+        && a.api_version() == b.api_version()
+        && a.namespace() == b.namespace()
 }
 
 #[cfg(test)]

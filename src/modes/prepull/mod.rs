@@ -8,14 +8,17 @@
 //! gate → resolve images → render the unit → reconcile with what an earlier run generated.
 
 mod config;
+mod daemonset;
 mod gate;
 mod image;
 mod images;
 mod inputs;
+mod pod;
 mod reconcile;
 mod render;
 mod unit;
 mod values;
+mod waiter;
 
 pub use config::*;
 pub use image::ImageRef;
@@ -76,6 +79,13 @@ fn validate(spec: &MetalLBImagePrepullSpec, fc: Option<&Value>) -> Result<(), Kr
             "noopCommand",
         ));
     }
+    if spec.noop_image.is_some() && spec.noop_command != default_noop_command() {
+        return Err(fc_error(
+            fc,
+            "noopImage and noopCommand exclude each other: with noopImage every pre-pull container runs the copied /noop/true".into(),
+            "noopImage",
+        ));
+    }
     for (field, value) in [
         ("namespace", &spec.namespace),
         ("kustomization", &spec.kustomization),
@@ -114,29 +124,7 @@ fn plan(
         KrmResult::info(format!("sylva values read from {}", values.describe(items)))
             .tag("check", "values"),
     );
-    for (check, condition) in [
-        ("upgrade", &gate.upgrade),
-        ("bgp", &gate.bgp),
-        ("metallb", &gate.metallb),
-    ] {
-        let r = KrmResult::info(format!(
-            "gate condition {check}: {} — {}",
-            if condition.met { "met" } else { "not met" },
-            condition.evidence
-        ))
-        .tag("check", check);
-        out.push(match condition.about {
-            Some(i) => r.about(&items[i]),
-            None => r,
-        });
-    }
-    if gate.bgp.met {
-        out.push(
-            KrmResult::info(gate.case.1.clone())
-                .tag("check", "case")
-                .tag("case", gate.case.0.tag()),
-        );
-    }
+    out.results.extend(gate.results(items));
     if !gate.is_open() {
         reconcile::remove_unit(items, &inputs, gate.gated, &mut out);
         out.push(
@@ -156,6 +144,9 @@ fn plan(
         );
     }
     let settings = unit::settings(spec, items, &inputs, gated, fc)?;
+    if let Some(warning) = gated.and_then(|g| unit::kube_config_warning(items, &inputs, g)) {
+        out.push(warning);
+    }
     let rendered = render::render(spec, &images, &settings);
     let changed = reconcile::apply_unit(items, &inputs, rendered.objects, &mut out);
     match gate.gated {

@@ -9,6 +9,7 @@ use super::config::{MetalLBImagePrepullSpec, SourceRef};
 use super::config_field;
 use super::inputs::{Inputs, SYLVA_UNIT_LABEL, UNIT};
 use super::render::UnitSettings;
+use crate::krm::annotations::{INTERNAL_PATH, PATH};
 use crate::krm::{KrmObject, KrmResult};
 
 /// Prefix of sylva-units' ordering lock Kustomization (`root-dependency-<release revision>`).
@@ -186,8 +187,11 @@ pub fn settings(
         if generated.contains(&i) || Some(i) == inputs.function_config {
             continue;
         }
-        if let Some(f) = item.file_ref() {
-            if own_files(&f.path) {
+        let path = item
+            .annotation(INTERNAL_PATH)
+            .or_else(|| item.annotation(PATH));
+        if let Some(path) = path {
+            if own_files(path) {
                 return Err(KrmResult::error(format!(
                     "{} already holds {} which this mode did not generate: choose another spec.path",
                     payload_dir,
@@ -195,7 +199,9 @@ pub fn settings(
                 ))
                 .about(item));
             }
-            if f.path == flux_path {
+            if path == flux_path
+                && let Some(f) = item.file_ref()
+            {
                 used.insert(f.index);
             }
         }
@@ -238,6 +244,37 @@ pub fn settings(
         payload_dir,
         flux_file,
     })
+}
+
+/// Sylva workload clusters: kustomize units carry `spec.kubeConfig` (they apply to the workload
+/// cluster) while Helm units such as `metallb` keep their Kustomization on the management cluster
+/// without one. The unit copies `kubeConfig` from the gated Kustomization only, so in that layout
+/// its DaemonSet would land on the management cluster: say so.
+pub fn kube_config_warning(items: &[Value], inputs: &Inputs, gated: &Value) -> Option<KrmResult> {
+    let has_kube_config = |item: &Value| {
+        item.get("spec")
+            .and_then(|s| s.get("kubeConfig"))
+            .is_some_and(|k| !k.is_null())
+    };
+    if has_kube_config(gated) {
+        return None;
+    }
+    let sibling = inputs
+        .unit_kustomizations
+        .iter()
+        .map(|&i| &items[i])
+        .find(|k| has_kube_config(k))?;
+    Some(
+        KrmResult::warning(format!(
+            "Kustomization {} has no spec.kubeConfig but unit {} has one (a workload cluster?): the {UNIT} unit applies \
+             its DaemonSet where Flux runs, which may not be the cluster whose nodes run frr-k8s",
+            gated.name(),
+            sibling.name()
+        ))
+        .about(gated)
+        .field("spec.kubeConfig")
+        .tag("check", "kube-config"),
+    )
 }
 
 #[cfg(test)]

@@ -1,0 +1,169 @@
+//! The MetalLB side of a cutover run: stopping the speaker (phase `stop-speaker`), refusing to
+//! cut over while it runs, and removing MetalLB (phase `cutover`).
+
+use serde_yaml::Value;
+
+use super::config::Phase;
+use super::cutover::Cutover;
+use super::inputs::{self, InstallKind};
+use super::values;
+use crate::krm::{KrmObject, KrmResult, Severity};
+
+impl Cutover<'_> {
+    /// Phase stop-speaker stops the speaker; phase cutover refuses to run while it still runs.
+    pub(super) fn speaker(&mut self) {
+        let bearing: Vec<(usize, Option<bool>)> = self
+            .inv
+            .install
+            .iter()
+            .map(|inst| {
+                (
+                    inst.index,
+                    values::speaker_stopped(&self.items[inst.index], inst),
+                )
+            })
+            .filter(|(_, s)| s.is_some())
+            .collect();
+        if bearing.is_empty() {
+            let r = KrmResult::warning(
+                "no MetalLB installation (HelmRelease, HelmChart, Flux Kustomization or speaker DaemonSet) \
+                 among the items: stop the MetalLB speaker yourself before Cilium L2 policies are applied, \
+                 or both will answer ARP",
+            );
+            if self.phase == Phase::Prepare {
+                // Phase prepare does not touch MetalLB.
+                return;
+            }
+            let r = if self.phase == Phase::StopSpeaker && !self.plan_mode {
+                self.about_config(KrmResult {
+                    severity: Severity::Error,
+                    message: "phase stop-speaker stops the MetalLB speaker, but no MetalLB installation (HelmRelease, \
+                              HelmChart, Flux Kustomization or speaker DaemonSet) is among the items: stop it by \
+                              other means, then run phase cutover"
+                        .into(),
+                    ..r
+                })
+                .field("spec.phase")
+            } else {
+                r
+            };
+            self.results.push(r);
+            return;
+        }
+        for inst in &self.inv.install {
+            let item = &self.items[inst.index];
+            match self.phase {
+                Phase::Prepare => {}
+                Phase::StopSpeaker => {
+                    if let Some((new, field, what)) = values::stop_speaker(item, inst) {
+                        self.results.push(
+                            KrmResult::info(format!("MetalLB speaker stopped: {what}"))
+                                .about(item)
+                                .field(field),
+                        );
+                        self.replace(inst.index, new);
+                    }
+                }
+                Phase::Cutover => {
+                    if !self.plan_mode && values::speaker_stopped(item, inst) == Some(false) {
+                        self.results.push(
+                            KrmResult::error(
+                                "the MetalLB speaker still runs: a single apply creates the Cilium L2 policies before it \
+                                 prunes MetalLB, so both would answer ARP. Run phase stop-speaker first, apply it, then phase cutover",
+                            )
+                            .about(item)
+                            .field("spec"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Phase cutover: MetalLB objects and installation leave; dependsOn entries on them go too.
+    pub(super) fn remove_metallb(&mut self) {
+        let inv = self.inv;
+        for p in &inv.pools {
+            self.remove(
+                p.index,
+                "replaced by the CiliumLoadBalancerIPPool of the same name",
+            );
+        }
+        for a in &inv.adverts {
+            self.remove(a.index, "replaced by CiliumL2AnnouncementPolicy objects");
+        }
+        for &i in &inv.other_metallb {
+            self.remove(i, "MetalLB object; MetalLB is removed");
+        }
+        let mut removed_flux: Vec<(String, String, String)> = Vec::new();
+        for inst in &inv.install {
+            let item = &self.items[inst.index];
+            let why = match inst.kind {
+                InstallKind::HelmRelease { .. } => "MetalLB Helm release; Flux uninstalls MetalLB",
+                InstallKind::HelmChart => "MetalLB HelmChart; helm-controller uninstalls MetalLB",
+                InstallKind::FluxKustomization => {
+                    if inputs::at(item, &["spec", "prune"]) != Some(&Value::Bool(true)) {
+                        self.results.push(
+                            KrmResult::warning(
+                                "this Flux Kustomization has prune disabled: deleting it leaves MetalLB running; \
+                                 delete MetalLB's objects by hand",
+                            )
+                            .about(item)
+                            .field("spec.prune"),
+                        );
+                    }
+                    "Flux Kustomization applying MetalLB; Flux prunes its objects"
+                }
+                InstallKind::Manifest { .. } => "part of the MetalLB installation",
+            };
+            if matches!(
+                inst.kind,
+                InstallKind::HelmRelease { .. } | InstallKind::FluxKustomization
+            ) {
+                removed_flux.push((
+                    item.kind().to_owned(),
+                    item.namespace().unwrap_or("").to_owned(),
+                    item.name().to_owned(),
+                ));
+            }
+            self.remove(inst.index, why);
+        }
+        // Flux objects that depend on a removed one would wait forever.
+        for &i in &inv.flux_dependents {
+            let Some(current) = self.current(i).cloned() else {
+                continue;
+            };
+            let kind = current.kind().to_owned();
+            let ns = current.namespace().unwrap_or("").to_owned();
+            let mut new = current.clone();
+            let Some(deps) = new
+                .get_mut("spec")
+                .and_then(|s| s.get_mut("dependsOn"))
+                .and_then(Value::as_sequence_mut)
+            else {
+                continue;
+            };
+            let before = deps.len();
+            deps.retain(|d| {
+                let name = d.get("name").and_then(Value::as_str).unwrap_or("");
+                let dns = d.get("namespace").and_then(Value::as_str).unwrap_or(&ns);
+                !removed_flux
+                    .iter()
+                    .any(|(k, n, nm)| *k == kind && n == dns && nm == name)
+            });
+            if deps.len() != before {
+                if deps.is_empty()
+                    && let Some(spec) = new.get_mut("spec").and_then(Value::as_mapping_mut)
+                {
+                    spec.remove("dependsOn");
+                }
+                self.results.push(
+                    KrmResult::info("dependsOn entry on the removed MetalLB release dropped")
+                        .about(&self.items[i])
+                        .field("spec.dependsOn"),
+                );
+                self.replace(i, new);
+            }
+        }
+    }
+}

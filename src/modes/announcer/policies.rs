@@ -1,0 +1,202 @@
+//! L2Advertisements → CiliumL2AnnouncementPolicies. Policies select Services, not pools, so the
+//! pools an advertisement covers become a selector on the pool label.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use serde_yaml::Value;
+
+use super::cilium::{L2Policy, L2PolicySpec, interface_regex};
+use super::inputs::{Inventory, Pool};
+use super::selector::{self, key_in, key_not_in};
+use super::translate::{Generated, Translated, meta};
+use crate::krm::KrmResult;
+
+/// Translates every L2Advertisement into policies (one per node selector).
+pub fn policies(
+    inv: &Inventory,
+    items: &[Value],
+    pool_label: &str,
+    out: &mut Translated,
+    results: &mut Vec<KrmResult>,
+) {
+    let all: BTreeSet<&str> = inv.pools.iter().map(|p| p.name.as_str()).collect();
+    let autos: BTreeSet<&str> = inv
+        .pools
+        .iter()
+        .filter(|p| p.auto_assign())
+        .map(|p| p.name.as_str())
+        .collect();
+    for ad in &inv.adverts {
+        let item = &items[ad.index];
+        let Some(advertised) = advertised_pools(ad, inv, item, results) else {
+            continue;
+        };
+        if advertised.is_empty() {
+            results.push(
+                KrmResult::warning(
+                    "the advertisement selects no pool among the items: it announces nothing, no policy is emitted",
+                )
+                .about(item)
+                .field("spec.ipAddressPools"),
+            );
+            continue;
+        }
+        let adv: BTreeSet<&str> = advertised.iter().map(String::as_str).collect();
+        // Policies select Services, not pools: Services carry the pool label when they asked for
+        // a pool (or live in a non-auto pool); auto-allocated ones carry none.
+        let pool_sel = if adv.is_superset(&all) {
+            None
+        } else if adv.is_disjoint(&autos) {
+            Some(key_in(
+                pool_label,
+                adv.iter().map(|s| (*s).to_owned()).collect(),
+            ))
+        } else if adv.is_superset(&autos) {
+            Some(key_not_in(
+                pool_label,
+                all.difference(&adv).map(|s| (*s).to_owned()).collect(),
+            ))
+        } else {
+            results.push(
+                KrmResult::error(format!(
+                    "the advertisement covers auto-assign pool(s) {} but not {}: Cilium policies select \
+                     Services, and automatically allocated Services carry no pool label, so this split \
+                     cannot be expressed",
+                    adv.intersection(&autos).copied().collect::<Vec<_>>().join(", "),
+                    autos.difference(&adv).copied().collect::<Vec<_>>().join(", ")
+                ))
+                .about(item)
+                .field("spec.ipAddressPools"),
+            );
+            continue;
+        };
+        let base = LabelSelector {
+            match_labels: None,
+            match_expressions: pool_sel.map(|r| vec![r]),
+        };
+        let service_sels: Vec<LabelSelector> = if ad.spec.service_selectors.is_empty() {
+            vec![base]
+        } else {
+            let mut v = Vec::new();
+            for (i, s) in ad.spec.service_selectors.iter().enumerate() {
+                if let Err(m) = selector::validate(s) {
+                    results.push(
+                        KrmResult::error(m)
+                            .about(item)
+                            .field(format!("spec.serviceSelectors[{i}]")),
+                    );
+                    continue;
+                }
+                if let Some(s) = selector::and(&base, s) {
+                    v.push(s);
+                }
+            }
+            v
+        };
+        let node_sels: Vec<Option<LabelSelector>> = if ad.spec.node_selectors.is_empty() {
+            vec![None]
+        } else {
+            ad.spec
+                .node_selectors
+                .iter()
+                .map(|s| Some(selector::normalized(s.clone())))
+                .collect()
+        };
+        if ad.spec.preferred_node_selectors.is_some() {
+            results.push(
+                KrmResult::warning(
+                    "preferredNodeSelectors approximated: Cilium elects the announcing node by lease among \
+                     all selected nodes, without preference",
+                )
+                .about(item)
+                .field("spec.preferredNodeSelectors"),
+            );
+        }
+        let interfaces = (!ad.spec.interfaces.is_empty()).then(|| {
+            ad.spec
+                .interfaces
+                .iter()
+                .map(|i| interface_regex(i))
+                .collect()
+        });
+        let count = service_sels.len() * node_sels.len();
+        let mut n = 0;
+        for svc_sel in &service_sels {
+            for node_sel in &node_sels {
+                let name = if count == 1 {
+                    ad.name.clone()
+                } else {
+                    format!("{}-{n}", ad.name)
+                };
+                n += 1;
+                let svc_sel = selector::normalized(svc_sel.clone());
+                out.policies.push(Generated {
+                    object: L2Policy {
+                        api_version: "cilium.io/v2alpha1".into(),
+                        kind: "CiliumL2AnnouncementPolicy".into(),
+                        metadata: meta(
+                            &name,
+                            "L2Advertisement",
+                            item.get("metadata")
+                                .and_then(|m| m.get("namespace"))
+                                .and_then(Value::as_str),
+                            &ad.name,
+                        ),
+                        spec: L2PolicySpec {
+                            service_selector: (!selector::is_empty(&svc_sel)).then_some(svc_sel),
+                            node_selector: node_sel.clone(),
+                            interfaces: interfaces.clone(),
+                            load_balancer_ips: true,
+                        },
+                    },
+                    source: ad.index,
+                });
+            }
+        }
+    }
+}
+
+/// Names of the pools an advertisement covers (`None` after an error).
+pub fn advertised_pools(
+    ad: &super::inputs::Advertisement,
+    inv: &Inventory,
+    item: &Value,
+    results: &mut Vec<KrmResult>,
+) -> Option<BTreeSet<String>> {
+    if ad.spec.ip_address_pools.is_empty() && ad.spec.ip_address_pool_selectors.is_empty() {
+        return Some(inv.pools.iter().map(|p| p.name.clone()).collect());
+    }
+    let known: BTreeMap<&str, &Pool> = inv.pools.iter().map(|p| (p.name.as_str(), p)).collect();
+    let mut out = BTreeSet::new();
+    for (i, name) in ad.spec.ip_address_pools.iter().enumerate() {
+        if known.contains_key(name.as_str()) {
+            out.insert(name.clone());
+        } else {
+            results.push(
+                KrmResult::warning(format!(
+                    "pool {name:?} is not among the items; MetalLB ignores it and so does the translation"
+                ))
+                .about(item)
+                .field(format!("spec.ipAddressPools[{i}]")),
+            );
+        }
+    }
+    for (i, sel) in ad.spec.ip_address_pool_selectors.iter().enumerate() {
+        if let Err(m) = selector::validate(sel) {
+            results.push(
+                KrmResult::error(m)
+                    .about(item)
+                    .field(format!("spec.ipAddressPoolSelectors[{i}]")),
+            );
+            return None;
+        }
+        out.extend(
+            inv.pools
+                .iter()
+                .filter(|p| selector::matches(sel, &p.labels))
+                .map(|p| p.name.clone()),
+        );
+    }
+    Some(out)
+}
