@@ -353,11 +353,9 @@ fn prepull_runs_to_the_end_on_the_sylva_bundle() {
     assert!(items.iter().any(|i| i.is("apps", "DaemonSet")));
 }
 
-/// The announcer runs to the end (exit 0) on the generated load-balancer platforms, both phases.
-/// Ignored while its coverage proof rejects Services that request a pool and have no IP yet
-/// (finding F1 in docs/benchmarks.md); `cargo test --test bench_input -- --ignored` after the fix.
+/// The announcer runs to the end (exit 0) on the generated load-balancer platforms, both phases
+/// (this caught finding F1 of docs/benchmarks.md: Services that request a pool and have no IP yet).
 #[test]
-#[ignore = "announcer coverage finding F1, docs/benchmarks.md"]
 fn announcer_runs_to_the_end_on_generated_platforms() {
     for config in [Config::Announcer, Config::AnnouncerCutover] {
         let spec = Spec {
