@@ -5,6 +5,8 @@
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
+use anyhow::Context;
+
 use cutover::config::{Kind, schema};
 
 const USAGE: &str = "\
@@ -41,22 +43,30 @@ fn main() -> ExitCode {
 }
 
 fn run_function() -> ExitCode {
-    let mut input = Vec::new();
-    if let Err(e) = std::io::stdin().read_to_end(&mut input) {
-        eprintln!("cutover: cannot read stdin: {e}");
-        return ExitCode::FAILURE;
+    match run_io() {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(e) => {
+            eprintln!("cutover: {e:#}");
+            ExitCode::FAILURE
+        }
     }
+}
+
+/// The only I/O of a function run: all of stdin in, then all of stdout out (never partial YAML:
+/// the output is complete before the first byte is written).
+fn run_io() -> anyhow::Result<i32> {
+    let mut input = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut input)
+        .context("cannot read stdin")?;
     let output = cutover::process(&input);
     eprint!("{}", output.stderr);
     let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout
+    stdout
         .write_all(&output.stdout)
         .and_then(|()| stdout.flush())
-    {
-        eprintln!("cutover: cannot write stdout: {e}");
-        return ExitCode::FAILURE;
-    }
-    ExitCode::from(u8::try_from(output.exit_code).unwrap_or(1))
+        .context("cannot write stdout")?;
+    Ok(output.exit_code)
 }
 
 fn print(text: &str) -> ExitCode {

@@ -894,3 +894,35 @@ fn cilium_lb_ipam_not_owning_classless_services_is_an_error() {
         "spec.values.defaultLBServiceIPAM",
     );
 }
+
+/// A Service that asks for a pool by annotation and has no IP yet: MetalLB would allocate only
+/// from that pool, and so does Cilium after the rewrite — no coverage error, even with several
+/// auto-assign pools (benchmark finding F1).
+#[test]
+fn coverage_accepts_a_pool_request_without_an_ip_yet() {
+    let pool_b = POOL
+        .replace("pool-a", "pool-b")
+        .replace("10.0.0.0/24", "10.0.1.0/24");
+    let pending = "apiVersion: v1
+kind: Service
+metadata:
+  name: pending
+  namespace: shop
+  annotations:
+    metallb.io/address-pool: pool-b
+spec:
+  type: LoadBalancer
+  selector:
+    app: pending
+  ports:
+    - port: 80
+";
+    let run = run(&[POOL, &pool_b, ADV, pending], &fc(""));
+    assert_eq!(run.code, 0, "{}\n{:?}", run.stderr, messages(&run, "error"));
+    let out = output_items(&run);
+    let svc = out.iter().find(|i| i["kind"] == "Service").unwrap();
+    assert_eq!(
+        svc["metadata"]["labels"]["cutover.dev/address-pool"],
+        "pool-b"
+    );
+}

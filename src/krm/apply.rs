@@ -17,6 +17,17 @@ use super::result::KrmResult;
 /// Returns, for every output item, the index of the input item it is when it is unchanged
 /// (`None` for replaced and added items), so the writer can copy unchanged items verbatim.
 pub fn apply(items: &mut Vec<Value>, edits: Vec<Edit>) -> Result<Vec<Option<usize>>, KrmResult> {
+    apply_into(items, edits, &mut Vec::new())
+}
+
+/// [`apply`], moving the replaced and removed input items into `dropped` instead of freeing them,
+/// so the caller decides when to pay for freeing (for 10k rewritten Services, freeing the old
+/// trees takes longer than applying the edits).
+pub fn apply_into(
+    items: &mut Vec<Value>,
+    edits: Vec<Edit>,
+    dropped: &mut Vec<Value>,
+) -> Result<Vec<Option<usize>>, KrmResult> {
     let count = items.len();
     let mut changes: HashMap<usize, Option<Value>> = HashMap::new();
     let mut added = Vec::new();
@@ -72,8 +83,9 @@ pub fn apply(items: &mut Vec<Value>, edits: Vec<Edit>) -> Result<Vec<Option<usiz
                 Some(Some(replacement)) => {
                     items.push(replacement);
                     origins.push(None);
+                    dropped.push(item);
                 }
-                Some(None) => {}
+                Some(None) => dropped.push(item),
             }
         }
     }

@@ -93,6 +93,17 @@ pub fn parse(input: &[u8]) -> Result<ResourceList, InputError> {
         return Err(InputError::Empty);
     }
     check_flow_depth(text)?;
+    if !trimmed.starts_with('{')
+        && let Some(list) = parse_by_item(text)
+    {
+        return Ok(list);
+    }
+    parse_whole(text, trimmed)
+}
+
+/// Parses the whole document at once (JSON, flow or unusual layouts, aliases, and every input
+/// [`parse_by_item`] declines, including every invalid one).
+fn parse_whole(text: &str, trimmed: &str) -> Result<ResourceList, InputError> {
     let doc: Value = if trimmed.starts_with('{') {
         serde_json::from_str(text).map_err(|e| InputError::Syntax {
             message: e.to_string(),
@@ -114,6 +125,67 @@ pub fn parse(input: &[u8]) -> Result<ResourceList, InputError> {
     Ok(list)
 }
 
+/// The memory-lean path of [`parse`] for block YAML laid out as kpt and kustomize write it.
+///
+/// serde_yaml loads a whole document's events before it builds any value, so parsing a
+/// ResourceList in one go holds every event of every item at once next to the finished tree
+/// (about half the peak memory). Here each item is parsed from its own text, as the only entry
+/// of an `items:` list at the document root (the same context, nesting depth and indentation as in
+/// the whole document), and the rest of the document with a sentinel in place of the list.
+///
+/// The result must be exactly what the whole-document parse gives, so any doubt means `None` and
+/// the caller parses the whole document (which also produces the canonical error messages):
+/// aliases anywhere (an item could refer to an anchor outside its text), any part that does not
+/// parse on its own (a quoted or flow scalar crossing an item boundary is cut open by the split
+/// and fails), an item text that is not exactly one entry, the sentinel not ending up as the
+/// value of the root `items` key (the `items:` line was inside a multi-line scalar), or a
+/// document the ResourceList checks reject.
+fn parse_by_item(text: &str) -> Option<ResourceList> {
+    if uses_aliases(text) {
+        return None;
+    }
+    let (items_line, spans) = scan_items(text)?;
+    let last = spans.last()?.end;
+    let mut sentinel = String::from("cutover-items-placeholder");
+    while text.contains(&sentinel) {
+        sentinel.push('x');
+    }
+    let mut head = String::with_capacity(items_line.start + (text.len() - last) + 64);
+    head.push_str(&text[..items_line.start]);
+    head.push_str("items: ");
+    head.push_str(&sentinel);
+    head.push('\n');
+    head.push_str(&text[last..]);
+    let Ok(Value::Mapping(mut root)) = serde_yaml::from_str::<Value>(&head) else {
+        return None;
+    };
+    if root.get("items").and_then(Value::as_str) != Some(sentinel.as_str()) {
+        return None;
+    }
+    let mut items = Vec::with_capacity(spans.len());
+    let mut chunk = String::new();
+    for span in &spans {
+        chunk.clear();
+        chunk.push_str("items:\n");
+        chunk.push_str(&text[span.clone()]);
+        let Ok(Value::Mapping(mut one)) = serde_yaml::from_str::<Value>(&chunk) else {
+            return None;
+        };
+        let Some(Value::Sequence(mut entry)) = one.remove("items") else {
+            return None;
+        };
+        if entry.len() != 1 || !one.is_empty() {
+            return None;
+        }
+        items.push(entry.pop()?);
+    }
+    // Same key, same place: the Mapping keeps the position of a replaced key.
+    root.insert(Value::from("items"), Value::Sequence(items));
+    let mut list = from_value(Value::Mapping(root)).ok()?;
+    list.item_spans = Some(spans);
+    Some(list)
+}
+
 /// Finds each top-level item's text: after a column-0 `items:` line, every column-0 `- ` line
 /// starts an item; indented, blank and comment lines continue it; any other column-0 line ends
 /// the list. Returns `None` (emit everything) unless exactly `expected` items are found, and when
@@ -122,16 +194,23 @@ fn item_spans(text: &str, expected: usize) -> Option<Vec<std::ops::Range<usize>>
     if expected == 0 || uses_aliases(text) {
         return None;
     }
-    let mut spans: Vec<std::ops::Range<usize>> = Vec::with_capacity(expected);
-    let mut in_items = false;
+    let (_, spans) = scan_items(text)?;
+    (spans.len() == expected).then_some(spans)
+}
+
+/// The line-based scan behind [`item_spans`]: the range of the first column-0 `items:` line and
+/// the spans of the items after it (see there), or `None` when the list does not have that layout.
+fn scan_items(text: &str) -> Option<(std::ops::Range<usize>, Vec<std::ops::Range<usize>>)> {
+    let mut spans: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut items_line = None;
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
         let start = offset;
         offset += line.len();
         let content = line.trim_end_matches(['\n', '\r']);
-        if !in_items {
+        if items_line.is_none() {
             if content.trim_end() == "items:" {
-                in_items = true;
+                items_line = Some(start..offset);
             }
             continue;
         }
@@ -147,7 +226,7 @@ fn item_spans(text: &str, expected: usize) -> Option<Vec<std::ops::Range<usize>>
             break;
         }
     }
-    (spans.len() == expected).then_some(spans)
+    Some((items_line?, spans))
 }
 
 /// True when the text may contain an alias (`*name` where a node can start).
@@ -277,7 +356,15 @@ pub fn write(
     kept_results: &[Value],
     new_results: &[KrmResult],
 ) -> Result<Vec<u8>, serde_yaml::Error> {
-    let mut out = String::with_capacity(items.len() * 512 + 256);
+    // Size the buffer once: copied items by their text, emitted items and results generously
+    // (pages never written are never touched, so over-reserving costs no memory; growing a
+    // 100 MB buffer by doubling costs copies and page faults).
+    let copied: usize = verbatim.iter().flatten().map(|text| text.len() + 1).sum();
+    let emitted = items
+        .len()
+        .saturating_sub(verbatim.iter().flatten().count());
+    let capacity = copied + emitted * 1536 + (kept_results.len() + new_results.len()) * 640 + 4096;
+    let mut out = String::with_capacity(capacity);
     out.push_str("apiVersion: ");
     out.push_str(OUTPUT_API_VERSION);
     out.push_str("\nkind: ResourceList\n");
@@ -302,14 +389,16 @@ pub fn write(
         m.insert("functionConfig".into(), fc.clone());
         emit::emit_document(&mut out, &Value::Mapping(m));
     }
+    // `results:` then one entry per result at column 0: the same text as emitting the mapping
+    // `{results: [...]}`, without first building (and cloning into) one Value for all of them.
     if !kept_results.is_empty() || !new_results.is_empty() {
-        let mut results: Vec<Value> = kept_results.to_vec();
-        for r in new_results {
-            results.push(serde_yaml::to_value(r)?);
+        out.push_str("results:\n");
+        for r in kept_results {
+            emit::emit_entry(&mut out, r, 0);
         }
-        let mut m = Mapping::new();
-        m.insert("results".into(), Value::Sequence(results));
-        emit::emit_document(&mut out, &Value::Mapping(m));
+        for r in new_results {
+            emit::emit_entry(&mut out, &serde_yaml::to_value(r)?, 0);
+        }
     }
     Ok(out.into_bytes())
 }
@@ -322,6 +411,119 @@ pub fn mapping() -> Mapping {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The item-by-item parse gives exactly what the whole-document parse gives (the same list,
+    /// or the same error), and is taken where it should be.
+    #[test]
+    fn item_by_item_parse_equals_whole_document_parse() {
+        let whole = |src: &str| {
+            let trimmed = src.trim_start_matches(['\u{feff}', ' ', '\t', '\r', '\n']);
+            parse_whole(src, trimmed)
+        };
+        let head = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n";
+        let fc = "functionConfig:\n  kind: X\n  data: {a: '1'}\n";
+        let cases: Vec<(String, bool)> = vec![
+            // kpt layout, comments and blank lines between items, keys after the list
+            (
+                format!(
+                    "{head}items:\n- kind: A\n  metadata: {{name: a}}\n# note\n\n- kind: B\n  spec:\n    ports:\n    - port: 80\n{fc}"
+                ),
+                true,
+            ),
+            // CRLF line ends
+            (
+                format!("{head}items:\n- kind: A\n  b: 1\n- kind: B\n").replace('\n', "\r\n"),
+                true,
+            ),
+            // flow items, block scalars with dash lines, quoted keys and values
+            (
+                format!(
+                    "{head}items:\n- {{kind: A, b: [1, 2]}}\n- kind: B\n  script: |\n    - not an item\n    items:\n  'q': \"x: y\"\n"
+                ),
+                true,
+            ),
+            // an anchor used inside its own item only is fine; an alias anywhere is not
+            (
+                format!("{head}items:\n- kind: A\n  a: &x {{k: v}}\n  b: 2\n- kind: B\n"),
+                true,
+            ),
+            (
+                format!("{head}items:\n- kind: A\n  a: &x {{k: v}}\n- kind: B\n  b: *x\n"),
+                false,
+            ),
+            // a double-quoted scalar continuing on a column-0 `- ` line: one item, not two
+            (
+                format!("{head}items:\n- kind: A\n  msg: \"first\n- second\"\n- kind: B\n"),
+                false,
+            ),
+            // a flow mapping continuing on a column-0 `- ` line
+            (
+                format!("{head}items:\n- kind: A\n  m: {{a: 1,\n- b: 2}}\n"),
+                false,
+            ),
+            // `items:` inside a quoted scalar of another key, the real list later
+            (
+                format!("{head}note: \"x\nitems:\n- kind: Fake\n\"\nitems:\n- kind: Real\n"),
+                false,
+            ),
+            (
+                format!("{head}note: \"x\nitems:\n- kind: Fake\n\"\nitems: []\n"),
+                false,
+            ),
+            // two `items` keys, an empty list, items indented under the key
+            (
+                format!("{head}items:\n- kind: A\nitems:\n- kind: B\n"),
+                false,
+            ),
+            (format!("{head}items: []\n"), false),
+            (format!("{head}items:\n  - kind: A\n  - kind: B\n"), false),
+            // a document end marker, then a second document
+            (format!("{head}items:\n- kind: A\n...\n"), true),
+            (
+                format!("{head}items:\n- kind: A\n---\nkind: Other\n"),
+                false,
+            ),
+            // items that are not mappings, wrong kind, syntax errors inside an item
+            (format!("{head}items:\n- kind: A\n- 3\n"), false),
+            (
+                "apiVersion: v1\nkind: List\nitems:\n- kind: A\n".to_owned(),
+                false,
+            ),
+            (
+                format!("{head}items:\n- kind: A\n  b: [1, 2\n- kind: B\n"),
+                false,
+            ),
+            (format!("{head}items:\n- kind: A\n  b: 1\n   c: 2\n"), false),
+            // duplicate keys inside an item
+            (format!("{head}items:\n- kind: A\n  kind: B\n"), false),
+            // the sentinel text itself appears in the input
+            (
+                format!("{head}items:\n- kind: A\n  v: cutover-items-placeholder\n"),
+                true,
+            ),
+            // deep nesting near serde_yaml's recursion limit: same verdict either way
+            (
+                format!(
+                    "{head}items:\n- a: {}1{}\n",
+                    "[".repeat(125),
+                    "]".repeat(125)
+                ),
+                true,
+            ),
+            (
+                format!(
+                    "{head}items:\n- a: {}1{}\n",
+                    "[".repeat(127),
+                    "]".repeat(127)
+                ),
+                false,
+            ),
+        ];
+        for (src, lean) in &cases {
+            assert_eq!(parse(src.as_bytes()), whole(src), "{src}");
+            assert_eq!(parse_by_item(src).is_some(), *lean, "{src:?}");
+        }
+    }
 
     #[test]
     fn reads_yaml_and_json_the_same() {

@@ -199,10 +199,16 @@ pub fn prove(
         }
         // 2. Services without an IP yet: the set of candidate pools must be the same.
         let candidate_pools: Vec<String> = if plan.ips.is_empty() {
+            // An `address-pool` annotation restricts MetalLB to that one pool (when it admits
+            // the Service); otherwise MetalLB picks among the auto-assign pools that admit it.
             let before: BTreeSet<String> = inv
                 .pools
                 .iter()
-                .filter(|p| p.auto_assign() && metallb_admits(p, svc, inv) != Some(false))
+                .filter(|p| match &plan.pool {
+                    Some(requested) => &p.name == requested,
+                    None => p.auto_assign(),
+                })
+                .filter(|p| metallb_admits(p, svc, inv) != Some(false))
                 .map(|p| p.name.clone())
                 .collect();
             let after: BTreeSet<String> = selecting
