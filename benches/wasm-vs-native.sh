@@ -1,66 +1,66 @@
 #!/usr/bin/env bash
-# Whole-process benchmark: native `cutover` vs `cutover-wasm` + cutover.wasm on the largest input
-# available, cold (no compiled-code cache: Cranelift compiles the module) and cached.
-# Not run by CI. Needs hyperfine (Debian package `hyperfine`), python3 and kpt.
+# Whole-process benchmark: native `cutover` vs `cutover-wasm` + cutover.wasm, on the benchmark
+# generator's inputs (`cutover-gen`, docs/benchmarks.md) and on a small input; the WASM side cold
+# (no compiled-code cache: Cranelift compiles the module) and cached.
+# Not run by CI. Needs hyperfine (Debian package `hyperfine`). Documented in docs/wasm.md.
 #
-#   benches/wasm-vs-native.sh [INPUT.yaml]
-#
-# Without INPUT it uses benches/large-input.yaml (the benchmark issue's generated input) when
-# present, else generates one with benches/gen-large-input.py (an example plus filler items).
+#   benches/wasm-vs-native.sh                       # presets lb-10k-cutover and sylva
+#   benches/wasm-vs-native.sh lb-1k sylva           # other cutover-gen presets
+#   benches/wasm-vs-native.sh path/to/input.yaml    # any ResourceList
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build --release -p cutover --bin cutover
-cargo build --release --target wasm32-wasip1 -p cutover --bin cutover
-cargo build --release -p cutover-wasm
+command -v hyperfine >/dev/null || { echo "hyperfine missing (apt-get install -y hyperfine)" >&2; exit 1; }
+cargo build --release -p cutover --bin cutover --bin cutover-gen >&2
+cargo build --release --target wasm32-wasip1 -p cutover --bin cutover >&2
+cargo build --release -p cutover-wasm >&2
 
 native=target/release/cutover
 host=target/release/cutover-wasm
 module=target/wasm32-wasip1/release/cutover.wasm
-input=${1:-}
-if [[ -z $input ]]; then
-  input=benches/large-input.yaml
-  if [[ ! -f $input ]]; then
-    input=target/bench-large-input.yaml
-    # A real example (the prepull mode on an upgrade) plus 9000 filler items.
-    example=examples/prepull-upgrade-native-bgp
-    base=target/bench-base.yaml
-    if [[ -d $example ]]; then
-      kpt fn source "$example" --fn-config "$example/fn-config.yaml" >"$base"
-      python3 benches/gen-large-input.py 3000 "$base" >"$input"
-    else
-      python3 benches/gen-large-input.py 3000 >"$input"
-    fi
-  fi
-fi
+inputs=target/bench-inputs
+mkdir -p "$inputs" target/bench-results
 cache=$(mktemp -d)
 trap 'rm -rf "$cache"' EXIT
-
-echo "input: $input ($(wc -c <"$input") bytes)"
-echo "module: $module ($(wc -c <"$module") bytes); host: $host ($(wc -c <"$host") bytes)"
-# Sanity: identical output before timing anything.
-cmp <("$native" <"$input" 2>/dev/null || true) \
-    <(CUTOVER_WASM_CACHE_DIR="$cache" "$host" --module "$module" <"$input" 2>/dev/null || true)
-
 export CUTOVER_WASM_CACHE_DIR=$cache
-# hyperfine 1.15 (Debian) has no --input: the commands redirect stdin themselves, through the
-# shell whose start-up hyperfine measures and subtracts. One --prepare per command.
-bench() {
-  local in=$1 runs=$2; shift 2
-  hyperfine --warmup 2 --min-runs "$runs" --ignore-failure "$@" \
+
+args=("$@")
+[ ${#args[@]} -eq 0 ] && args=(lb-10k-cutover sylva)
+
+echo "module: $module ($(stat -c %s "$module") bytes); host: $host ($(stat -c %s "$host") bytes)"
+for arg in "${args[@]}"; do
+  if [[ -f $arg ]]; then
+    input=$arg name=$(basename "$arg" .yaml)
+  else
+    input=$inputs/$arg.yaml name=$arg
+    target/release/cutover-gen "$arg" -o "$input"
+  fi
+  echo
+  echo "== $name: $input ($(stat -c %s "$input") bytes)"
+  # Same bytes and exit code first, or the timings compare different work.
+  code_native=0 code_wasm=0
+  "$native" <"$input" >"target/bench-results/$name.native.out" 2>/dev/null || code_native=$?
+  "$host" --module "$module" <"$input" >"target/bench-results/$name.wasm.out" 2>/dev/null || code_wasm=$?
+  cmp "target/bench-results/$name.native.out" "target/bench-results/$name.wasm.out"
+  [[ $code_native == "$code_wasm" ]] || { echo "exit codes differ: $code_native vs $code_wasm" >&2; exit 1; }
+  echo "exit code $code_native on both"
+  # hyperfine 1.15 (Debian) has no --input: the commands redirect stdin in hyperfine's shell,
+  # whose start-up it measures and subtracts. One --prepare per command.
+  hyperfine --warmup 2 --min-runs 10 --ignore-failure \
+    --export-markdown "target/bench-results/wasm-vs-native-$name.md" \
     --prepare true --prepare true --prepare "rm -rf $cache/*" \
-    -n native "$native <$in >/dev/null 2>&1" \
-    -n wasm-cached "$host --module $module <$in >/dev/null 2>&1" \
-    -n wasm-cold "$host --module $module <$in >/dev/null 2>&1"
-}
-bench "$input" 10 --export-markdown target/bench-wasm-vs-native.md
+    -n native "$native <$input >/dev/null 2>&1" \
+    -n wasm-cached "$host --module $module <$input >/dev/null 2>&1" \
+    -n wasm-cold "$host --module $module <$input >/dev/null 2>&1"
+done
+
 small=tests/inputs/valid/announcer-metallb.yaml
 # A run on a small input takes about a millisecond, below what hyperfine can separate from the
 # shell's start-up: time 20 runs per sample instead (divide by 20).
-echo "small input: $small (times are for 20 runs)"
+echo
+echo "== small input: $small (times are for 20 runs)"
 loop() { echo "for i in \$(seq 20); do $1 <$small >/dev/null 2>&1; done"; }
 hyperfine --warmup 2 --min-runs 10 --ignore-failure \
-  --export-markdown target/bench-wasm-vs-native-small.md \
   -n native-x20 "$(loop "$native")" \
   -n wasm-cached-x20 "$(loop "$host --module $module")"
 # The cold run (compiling the module) is long enough to time alone.
