@@ -5,17 +5,25 @@ use std::collections::{HashMap, HashSet};
 use serde_yaml::Value;
 
 use super::object::{KrmObject, set_file};
-use super::outcome::Edit;
+use super::outcome::{Edit, PatchOp};
 use super::result::KrmResult;
 
-/// Applies `edits` to `items`. Replaced items take the place of the original; removed ones are
+/// What happens to one input item.
+enum Change {
+    Replace(Value),
+    Patch(Vec<PatchOp>),
+    Remove,
+}
+
+/// Applies `edits` to `items`. Replaced items take the place of the original; patched ones are
+/// changed in place; removed ones are
 /// dropped; added ones are appended in order, with a default file (`<kind>_<name>.yaml`, as kpt
 /// names them) when the mode gave none. Everything is checked before `items` is touched, so on an
 /// error (an internal bug: conflicting edits, two output items in one file slot) the caller still
 /// has the input items to echo unchanged.
 ///
 /// Returns, for every output item, the index of the input item it is when it is unchanged
-/// (`None` for replaced and added items), so the writer can copy unchanged items verbatim.
+/// (`None` for replaced, patched and added items), so the writer can copy unchanged items verbatim.
 pub fn apply(items: &mut Vec<Value>, edits: Vec<Edit>) -> Result<Vec<Option<usize>>, KrmResult> {
     apply_into(items, edits, &mut Vec::new())
 }
@@ -29,7 +37,7 @@ pub fn apply_into(
     dropped: &mut Vec<Value>,
 ) -> Result<Vec<Option<usize>>, KrmResult> {
     let count = items.len();
-    let mut changes: HashMap<usize, Option<Value>> = HashMap::new();
+    let mut changes: HashMap<usize, Change> = HashMap::new();
     let mut added = Vec::new();
     for edit in edits {
         let (index, change) = match edit {
@@ -45,12 +53,20 @@ pub fn apply_into(
                 added.push(item);
                 continue;
             }
-            Edit::Replace { index, item } => (index, Some(item)),
-            Edit::Remove { index } => (index, None),
+            Edit::Replace { index, item } => (index, Change::Replace(item)),
+            Edit::Patch { index, ops } => (index, Change::Patch(ops)),
+            Edit::Remove { index } => (index, Change::Remove),
         };
         if index >= count {
             return Err(KrmResult::error(format!(
                 "internal error: edit of item {index} but only {count} items"
+            )));
+        }
+        if let Change::Patch(ops) = &change
+            && (!items[index].is_mapping() || ops.iter().any(|op| op.path().is_empty()))
+        {
+            return Err(KrmResult::error(format!(
+                "internal error: patch of item {index} with an empty path or on a non-mapping"
             )));
         }
         if changes.insert(index, change).is_some() {
@@ -59,15 +75,33 @@ pub fn apply_into(
             )));
         }
     }
+    // A patch that may change the file annotations is tried on a copy for the check (rare: the
+    // ones modes send touch other keys, and copying is what patches are there to avoid).
+    let tried: HashMap<usize, Value> = changes
+        .iter()
+        .filter_map(|(&i, change)| match change {
+            Change::Patch(ops) if ops.iter().any(may_move_file) => {
+                let mut copy = items[i].clone();
+                for op in ops {
+                    op.apply_to(&mut copy);
+                }
+                Some((i, copy))
+            }
+            _ => None,
+        })
+        .collect();
     let output_view = items
         .iter()
         .enumerate()
         .filter_map(|(i, item)| match changes.get(&i) {
             None => Some(item),
-            Some(change) => change.as_ref(),
+            Some(Change::Replace(new)) => Some(new),
+            Some(Change::Patch(_)) => Some(tried.get(&i).unwrap_or(item)),
+            Some(Change::Remove) => None,
         })
         .chain(added.iter());
     check_unique_files(output_view)?;
+    drop(tried);
     let mut origins: Vec<Option<usize>> = Vec::with_capacity(count + added.len());
     if changes.is_empty() {
         origins.extend((0..count).map(Some));
@@ -80,18 +114,40 @@ pub fn apply_into(
                     items.push(item);
                     origins.push(Some(index));
                 }
-                Some(Some(replacement)) => {
+                Some(Change::Replace(replacement)) => {
                     items.push(replacement);
                     origins.push(None);
                     dropped.push(item);
                 }
-                Some(None) => dropped.push(item),
+                Some(Change::Patch(ops)) => {
+                    let mut item = item;
+                    for op in &ops {
+                        op.apply_to(&mut item);
+                    }
+                    items.push(item);
+                    origins.push(None);
+                }
+                Some(Change::Remove) => dropped.push(item),
             }
         }
     }
     origins.extend(added.iter().map(|_| None));
     items.extend(added);
     Ok(origins)
+}
+
+/// Whether `op` may change where the item is written: its path is, or leads to, one of the file
+/// annotations.
+fn may_move_file(op: &PatchOp) -> bool {
+    use super::annotations::{INDEX, INTERNAL_INDEX, INTERNAL_PATH, PATH};
+    let file_keys = [PATH, INDEX, INTERNAL_PATH, INTERNAL_INDEX];
+    match op.path() {
+        [] => false,
+        [m] => m == "metadata",
+        [m, a] => m == "metadata" && a == "annotations",
+        [m, a, k] => m == "metadata" && a == "annotations" && file_keys.contains(&k.as_str()),
+        _ => false,
+    }
 }
 
 /// kpt rejects output where two items share a path and index; catch it here with a clear message.
@@ -141,6 +197,63 @@ mod tests {
         assert_eq!(out[0], v("name: a"));
         assert_eq!(out[1], v("name: c2"));
         assert_eq!(out[2].file_ref().unwrap().path, "new_n.yaml");
+    }
+
+    #[test]
+    fn patches_change_in_place_and_keep_key_order() {
+        let mut out = vec![v(
+            "kind: S\nmetadata:\n  name: a\n  labels: ~\n  annotations: {x: 1, metallb.io/p: q, y: 2}\nspec: {a: 1}\n",
+        )];
+        let origins = apply(
+            &mut out,
+            vec![Edit::Patch {
+                index: 0,
+                ops: vec![
+                    PatchOp::set_label("pool", "p1"),
+                    PatchOp::set_annotation("x", "3"),
+                    PatchOp::set_annotation("z", "4"),
+                    PatchOp::remove_annotation("metallb.io/p"),
+                    PatchOp::Remove {
+                        path: vec!["nope".into(), "deeper".into()],
+                    },
+                ],
+            }],
+        )
+        .unwrap();
+        assert_eq!(origins, vec![None]);
+        assert_eq!(
+            serde_yaml::to_string(&out[0]).unwrap(),
+            "kind: S\nmetadata:\n  name: a\n  labels:\n    pool: p1\n  annotations:\n    x: '3'\n    y: 2\n    z: '4'\nspec:\n  a: 1\n"
+        );
+    }
+
+    #[test]
+    fn bad_patches_and_patches_moving_files_are_checked_first() {
+        let a =
+            "kind: A\nmetadata:\n  name: a\n  annotations: {config.kubernetes.io/path: x.yaml}\n";
+        let b =
+            "kind: B\nmetadata:\n  name: b\n  annotations: {config.kubernetes.io/path: y.yaml}\n";
+        let mut items = vec![v(a), v(b)];
+        let to_x = PatchOp::set_annotation("config.kubernetes.io/path", "x.yaml");
+        let err = apply(
+            &mut items,
+            vec![Edit::Patch {
+                index: 1,
+                ops: vec![to_x],
+            }],
+        )
+        .unwrap_err();
+        assert!(err.message.contains("x.yaml index 0"), "{}", err.message);
+        let err = apply(
+            &mut items,
+            vec![Edit::Patch {
+                index: 0,
+                ops: vec![PatchOp::Remove { path: Vec::new() }],
+            }],
+        )
+        .unwrap_err();
+        assert!(err.message.contains("empty path"), "{}", err.message);
+        assert_eq!(items, vec![v(a), v(b)]);
     }
 
     #[test]

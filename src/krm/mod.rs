@@ -14,5 +14,5 @@ pub mod result;
 
 pub use io::{InputError, ResourceList};
 pub use object::{KrmObject, ObjectRef};
-pub use outcome::{Edit, Outcome};
+pub use outcome::{Edit, Outcome, PatchOp};
 pub use result::{FieldRef, FileRef, KrmResult, ResourceRef, Severity};

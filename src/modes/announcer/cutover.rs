@@ -12,7 +12,7 @@ use super::version::CiliumVersion;
 use super::{cilium, coverage, policies, services, translate, values};
 use crate::krm::annotations::is_orchestrator_annotation;
 use crate::krm::object::set_file;
-use crate::krm::{Edit, KrmObject, KrmResult, Outcome};
+use crate::krm::{Edit, KrmObject, KrmResult, Outcome, PatchOp};
 
 /// One run of the cutover for a phase: collects edits per item so several changes to one item
 /// compose (each input item is edited at most once in the final [`Outcome`]).
@@ -24,6 +24,9 @@ pub(super) struct Cutover<'a> {
     pub(super) items: &'a [Value],
     pub(super) fc: Option<&'a Value>,
     pub(super) changed: BTreeMap<usize, Option<Value>>,
+    /// Services rewritten in place (see [`services::patch`]), kept apart from `changed` so the
+    /// Services need not be copied.
+    pub(super) patched: BTreeMap<usize, Vec<PatchOp>>,
     pub(super) added: Vec<Value>,
     /// `(kind, name)` of every object generated in this run, to catch name collisions.
     pub(super) generated: std::collections::BTreeSet<(String, String)>,
@@ -47,6 +50,7 @@ impl<'a> Cutover<'a> {
             items,
             fc,
             changed: BTreeMap::new(),
+            patched: BTreeMap::new(),
             added: Vec::new(),
             generated: std::collections::BTreeSet::new(),
             results: Vec::new(),
@@ -145,19 +149,14 @@ impl<'a> Cutover<'a> {
         let pool_label = self.spec.pool_label.clone();
         let mut rewritten = 0usize;
         for plan in &plans {
-            if let Some(new) =
-                services::rewrite(&self.items[plan.index], plan, self.phase, &pool_label)
-            {
+            let item = &self.items[plan.index];
+            if let Some(ops) = services::patch(item, plan, self.phase, &pool_label) {
                 rewritten += 1;
                 if rewritten <= coverage::MAX_SERVICE_LINES {
-                    self.results.push(service_change(
-                        &self.items[plan.index],
-                        &new,
-                        self.phase,
-                        &pool_label,
-                    ));
+                    self.results
+                        .push(service_change(item, &ops, self.phase, &pool_label));
                 }
-                self.replace(plan.index, new);
+                self.patched.insert(plan.index, ops);
             }
         }
         if rewritten > coverage::MAX_SERVICE_LINES {
@@ -168,9 +167,17 @@ impl<'a> Cutover<'a> {
         }
         // Coverage, always against the final state (all pools and policies; the labels, which
         // every phase writes the same way, read back from the rewritten Services).
-        let (items, changed) = (self.items, &self.changed);
-        let after = |plan: &services::ServicePlan| match changed.get(&plan.index) {
-            Some(Some(v)) => super::selector::labels_of(v),
+        let (items, changed, patched) = (self.items, &self.changed, &self.patched);
+        let after = |plan: &services::ServicePlan| match (
+            patched.get(&plan.index),
+            changed.get(&plan.index),
+        ) {
+            (Some(ops), _) => super::selector::labels_of(&services::patched_metadata(
+                &items[plan.index],
+                &["labels"],
+                ops,
+            )),
+            (None, Some(Some(v))) => super::selector::labels_of(v),
             _ => super::selector::labels_of(&items[plan.index]),
         };
         let proof = coverage::prove(self.inv, self.items, &plans, &pools, &policies, &after);
@@ -192,14 +199,26 @@ impl<'a> Cutover<'a> {
     }
 
     fn finish(self) -> Outcome {
+        let mut patched = self.patched;
         let mut edits: Vec<Edit> = self
             .changed
             .into_iter()
-            .map(|(index, v)| match v {
-                Some(item) => Edit::Replace { index, item },
-                None => Edit::Remove { index },
+            .map(|(index, v)| match (v, patched.remove(&index)) {
+                // Each item is edited once: a patch of a replaced item goes on the replacement.
+                (Some(mut item), ops) => {
+                    for op in ops.iter().flatten() {
+                        op.apply_to(&mut item);
+                    }
+                    Edit::Replace { index, item }
+                }
+                (None, _) => Edit::Remove { index },
             })
             .collect();
+        edits.extend(
+            patched
+                .into_iter()
+                .map(|(index, ops)| Edit::Patch { index, ops }),
+        );
         edits.extend(self.added.into_iter().map(|item| Edit::Add { item }));
         Outcome {
             edits,

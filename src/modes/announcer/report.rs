@@ -6,7 +6,7 @@ use serde_yaml::{Mapping, Value};
 
 use super::config::Phase;
 use crate::krm::annotations::is_orchestrator_annotation;
-use crate::krm::{Edit, KrmObject, KrmResult, Outcome, Severity};
+use crate::krm::{Edit, KrmObject, KrmResult, Outcome, PatchOp, Severity};
 
 /// Plan mode (`announcer: metallb`): no edit at all. Every edit becomes an info result saying what
 /// `cilium` would do, and errors become warnings tagged `planSeverity: error` — MetalLB stays in
@@ -47,7 +47,7 @@ pub(super) fn as_plan(outcome: Outcome) -> Outcome {
                 .proposed(shown.get("spec").cloned().unwrap_or(Value::Null))
             }
             // Removals and changes are already described, item by item, by the results above.
-            Edit::Replace { .. } | Edit::Remove { .. } => continue,
+            Edit::Replace { .. } | Edit::Patch { .. } | Edit::Remove { .. } => continue,
         };
         results.push(r.tag("plan", "true"));
     }
@@ -57,13 +57,16 @@ pub(super) fn as_plan(outcome: Outcome) -> Outcome {
     }
 }
 
-/// Info result describing a Service rewrite: the keys added, changed and removed.
+/// Info result describing a Service rewrite (`ops`, from [`super::services::patch`]): the keys
+/// added, changed and removed.
 pub(super) fn service_change(
     old: &Value,
-    new: &Value,
+    ops: &[PatchOp],
     phase: Phase,
     pool_label: &str,
 ) -> KrmResult {
+    // Only the labels and annotations are compared: copy those, not the Service.
+    let new = &super::services::patched_metadata(old, &["labels", "annotations"], ops);
     let map = |v: &Value, key: &str| -> BTreeMap<String, String> {
         v.get("metadata")
             .and_then(|m| m.get(key))

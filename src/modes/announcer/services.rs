@@ -9,7 +9,7 @@ use super::config::Phase;
 use super::inputs::{Inventory, LbService, METALLB_CLASS};
 use super::ipam::parse_ip;
 use super::version::CiliumVersion;
-use crate::krm::KrmResult;
+use crate::krm::{KrmResult, PatchOp};
 
 /// Current MetalLB annotation prefix (v0.14.9+).
 pub const METALLB_PREFIX: &str = "metallb.io/";
@@ -274,6 +274,7 @@ fn sharing(
     }
 }
 
+#[cfg(test)]
 fn mapping_at<'a>(root: &'a mut Value, keys: &[&str]) -> Option<&'a mut Mapping> {
     let mut cur = root.as_mapping_mut()?;
     for key in keys {
@@ -288,9 +289,90 @@ fn mapping_at<'a>(root: &'a mut Value, keys: &[&str]) -> Option<&'a mut Mapping>
     Some(cur)
 }
 
-/// Applies a plan to a copy of the Service item. In phase `cutover` the MetalLB annotations go;
-/// before it they stay (the MetalLB controller still runs and must keep its view). Returns
-/// `None` when nothing changes.
+/// The changes a plan makes to the Service item, as patch operations the engine applies to the
+/// item in place (no copy of the Service): the pool label, the Cilium annotations, and in phase
+/// `cutover` the removal of the MetalLB annotations (before it they stay: the MetalLB controller
+/// still runs and must keep its view). `None` when nothing changes. The result is exactly
+/// [`rewrite`]'s (checked by `patch_equals_rewrite`).
+pub fn patch(
+    item: &Value,
+    plan: &ServicePlan,
+    phase: Phase,
+    pool_label: &str,
+) -> Option<Vec<PatchOp>> {
+    if !item.is_mapping() {
+        return None;
+    }
+    let meta = item.get("metadata").and_then(Value::as_mapping);
+    let field = |key: &str| meta.and_then(|m| m.get(key));
+    let mut ops = Vec::new();
+    if let Some(value) = &plan.label {
+        let current = field("labels")
+            .and_then(Value::as_mapping)
+            .and_then(|l| l.get(pool_label));
+        if current != Some(&Value::from(value.as_str())) {
+            ops.push(PatchOp::set_label(pool_label, value));
+        }
+    }
+    let needs_annotations = !plan.add.is_empty() || phase == Phase::Cutover;
+    let mut annotation_ops = false;
+    if needs_annotations {
+        let ann = field("annotations").and_then(Value::as_mapping);
+        for (k, v) in &plan.add {
+            if ann.and_then(|a| a.get(k.as_str())) != Some(&Value::from(v.as_str())) {
+                ops.push(PatchOp::set_annotation(k, v));
+                annotation_ops = true;
+            }
+        }
+        if phase == Phase::Cutover {
+            for k in ann.into_iter().flat_map(Mapping::keys) {
+                if let Some(k) = k.as_str()
+                    && (k.starts_with(METALLB_PREFIX) || k.starts_with(METALLB_OLD_PREFIX))
+                {
+                    ops.push(PatchOp::remove_annotation(k));
+                    annotation_ops = true;
+                }
+            }
+        }
+    }
+    if ops.is_empty() {
+        return None;
+    }
+    // `rewrite` turns an `annotations:` that is there but not a mapping (`annotations: ~`) into
+    // `{}` whenever it looks at the annotations, even when it sets none.
+    if needs_annotations && !annotation_ops && field("annotations").is_some_and(|a| !a.is_mapping())
+    {
+        ops.push(PatchOp::Set {
+            path: vec!["metadata".into(), "annotations".into()],
+            value: Value::Mapping(Mapping::new()),
+        });
+    }
+    Some(ops)
+}
+
+/// The item's `metadata` with only the given keys, after `ops`: what a patched item's labels or
+/// annotations will be, without copying the whole item.
+pub fn patched_metadata(item: &Value, keys: &[&str], ops: &[PatchOp]) -> Value {
+    let mut meta = Mapping::new();
+    if let Some(m) = item.get("metadata").and_then(Value::as_mapping) {
+        for key in keys {
+            if let Some(v) = m.get(*key) {
+                meta.insert(Value::from(*key), v.clone());
+            }
+        }
+    }
+    let mut out = Value::Mapping(Mapping::from_iter([(
+        Value::from("metadata"),
+        Value::Mapping(meta),
+    )]));
+    for op in ops {
+        op.apply_to(&mut out);
+    }
+    out
+}
+
+/// Applies a plan to a copy of the Service item: the reference [`patch`] is checked against.
+#[cfg(test)]
 pub fn rewrite(item: &Value, plan: &ServicePlan, phase: Phase, pool_label: &str) -> Option<Value> {
     let mut out = item.clone();
     let mut changed = false;
@@ -339,4 +421,67 @@ pub fn rewrite(item: &Value, plan: &ServicePlan, phase: Phase, pool_label: &str)
         }
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Applying [`patch`]'s operations gives exactly [`rewrite`]'s item, key order included, on
+    /// Services with and without labels and annotations, null ones, and in every phase.
+    #[test]
+    fn patch_equals_rewrite() {
+        let metas = [
+            "",
+            "metadata: ~\n",
+            "metadata: {name: s}\n",
+            "metadata: {name: s, labels: ~, annotations: ~}\n",
+            "metadata: {name: s, annotations: ~}\n",
+            "metadata: {name: s, labels: {pool: p1}, annotations: {a: b}}\n",
+            "metadata: {annotations: {metallb.io/address-pool: p1, x: y, metallb.universe.tf/allow-shared-ip: k, lbipam.cilium.io/ips: 10.0.0.1}, labels: {pool: 5}, name: s}\n",
+            "metadata: {annotations: {lbipam.cilium.io/ips: '10.0.0.1', lbipam.cilium.io/sharing-key: k}, labels: {pool: p1}}\n",
+        ];
+        let adds = [
+            BTreeMap::new(),
+            BTreeMap::from([("lbipam.cilium.io/ips".to_string(), "10.0.0.1".to_string())]),
+            BTreeMap::from([
+                ("lbipam.cilium.io/ips".to_string(), "10.0.0.1".to_string()),
+                ("lbipam.cilium.io/sharing-key".to_string(), "k".to_string()),
+            ]),
+        ];
+        for meta in metas {
+            let item: Value = serde_yaml::from_str(&format!("kind: Service\n{meta}spec: {{}}\n"))
+                .unwrap_or(Value::Null);
+            for label in [None, Some("p1".to_string())] {
+                for add in &adds {
+                    for phase in [Phase::Prepare, Phase::StopSpeaker, Phase::Cutover] {
+                        let plan = ServicePlan {
+                            index: 0,
+                            service: 0,
+                            pool: None,
+                            ips: Vec::new(),
+                            label: label.clone(),
+                            add: add.clone(),
+                        };
+                        let want = rewrite(&item, &plan, phase, "pool");
+                        let got = patch(&item, &plan, phase, "pool").map(|ops| {
+                            let mut out = item.clone();
+                            for op in &ops {
+                                assert!(op.apply_to(&mut out));
+                            }
+                            out
+                        });
+                        let show = |v: &Option<Value>| {
+                            v.as_ref().map(|v| serde_yaml::to_string(v).unwrap())
+                        };
+                        assert_eq!(
+                            show(&got),
+                            show(&want),
+                            "{meta} {label:?} {add:?} {phase:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
