@@ -764,3 +764,57 @@ fn helpers_compare_trees_and_find_programs() {
     assert!(packages().iter().any(|p| !p.args.is_empty()));
     fs::remove_dir_all(&scratch).unwrap();
 }
+
+/// `kubectl kustomize --enable-alpha-plugins` with the image as a **generator**: kustomize passes
+/// only the function config, so the prepull mode relies on its inline values and explicit
+/// `upgrade`, and emits the unit and its payload without the `dependsOn` rewrite. kustomize drops
+/// the local-config `kustomization.yaml` item and strips the path annotations: the build is the
+/// applyable payload plus the Flux Kustomization, exactly as in `expected.yaml`.
+#[test]
+fn kubectl_kustomize_runs_the_prepull_container_generator() {
+    if !enabled("kubectl_kustomize_runs_the_prepull_container_generator") {
+        return;
+    }
+    let scratch = scratch("kubectl_kustomize_generator");
+    let fixture = Path::new(REPO).join("tests/fixtures/container/kustomize-generator");
+    let kustomization = scratch.join("kustomize");
+    copy_dir(&fixture, &kustomization);
+    let expected = fs::read_to_string(fixture.join("expected.yaml")).unwrap();
+    fs::remove_file(kustomization.join("expected.yaml")).unwrap();
+    let shims = scratch.join("bin");
+    let path = shim(&shims, "docker", &which("podman"));
+    let build = run(
+        Command::new("kubectl")
+            .args(["kustomize", "--enable-alpha-plugins"])
+            .arg(&kustomization)
+            .env("PATH", &path),
+        b"",
+    );
+    assert_logged_runs(&shims.join("docker.log"), IMAGE);
+    assert!(
+        build.status.success(),
+        "kustomize failed: {}",
+        text(&build.stderr)
+    );
+    let out = text(&build.stdout);
+    assert_eq!(out, expected, "kustomize generator output");
+    assert!(
+        !out.contains("config.kubernetes.io/"),
+        "orchestrator annotations leaked:\n{out}"
+    );
+    let kinds: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("kind: "))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "ServiceAccount",
+            "Role",
+            "RoleBinding",
+            "DaemonSet",
+            "Job",
+            "Kustomization"
+        ]
+    );
+}
