@@ -105,19 +105,7 @@ pub fn package_copy(src: &Path) -> (tempfile::TempDir, PathBuf) {
     copy_dir(src, &dst);
     git(&dst, &["init", "-q"]);
     git(&dst, &["add", "-A"]);
-    git(
-        &dst,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "input",
-            "--allow-empty",
-        ],
-    );
+    commit(&dst, "input");
     (tmp, dst)
 }
 
@@ -136,20 +124,23 @@ pub fn diff_and_commit(dir: &Path) -> String {
             "--dst-prefix=b/",
         ],
     );
-    git(
-        dir,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "run",
-            "--allow-empty",
-        ],
-    );
+    commit(dir, "run");
     diff
+}
+
+/// Commits everything staged (or nothing) with a throwaway identity.
+fn commit(dir: &Path, message: &str) {
+    let args = [
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-qm",
+        message,
+        "--allow-empty",
+    ];
+    git(dir, &args);
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {
