@@ -442,11 +442,7 @@ fn metallb_enabled(
 mod tests {
     use super::*;
 
-    fn docs(src: &str) -> Vec<Value> {
-        serde_yaml::Deserializer::from_str(src)
-            .map(|d| serde::Deserialize::deserialize(d).unwrap())
-            .collect()
-    }
+    use super::super::test_support::docs;
 
     fn values(src: &str) -> SylvaValues {
         SylvaValues {

@@ -115,11 +115,7 @@ fn same_object(a: &Value, b: &Value) -> bool {
 mod tests {
     use super::*;
 
-    fn items(src: &str) -> Vec<Value> {
-        serde_yaml::Deserializer::from_str(src)
-            .map(|d| serde::Deserialize::deserialize(d).unwrap())
-            .collect()
-    }
+    use super::super::test_support::docs as items;
 
     #[test]
     fn indexes_items_by_role() {

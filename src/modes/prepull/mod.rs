@@ -16,6 +16,8 @@ mod inputs;
 mod pod;
 mod reconcile;
 mod render;
+#[cfg(test)]
+mod test_support;
 mod unit;
 mod values;
 mod waiter;

@@ -281,11 +281,7 @@ pub fn kube_config_warning(items: &[Value], inputs: &Inputs, gated: &Value) -> O
 mod tests {
     use super::*;
 
-    fn docs(src: &str) -> Vec<Value> {
-        serde_yaml::Deserializer::from_str(src)
-            .map(|d| serde::Deserialize::deserialize(d).unwrap())
-            .collect()
-    }
+    use super::super::test_support::docs;
 
     #[test]
     fn payload_dir_must_stay_inside_the_package() {
