@@ -444,12 +444,7 @@ mod tests {
 
     use super::super::test_support::docs;
 
-    fn values(src: &str) -> SylvaValues {
-        SylvaValues {
-            root: serde_yaml::from_str(src).unwrap(),
-            origin: Origin::Inline,
-        }
-    }
+    use super::super::test_support::values;
 
     const METALLB: &str = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: metallb, namespace: sylva-system}\nspec: {interval: 24h}\n";
     const PEERS: &str =

@@ -238,12 +238,7 @@ fn one_image(
 mod tests {
     use super::*;
 
-    fn values(src: &str) -> SylvaValues {
-        SylvaValues {
-            root: serde_yaml::from_str(src).unwrap(),
-            origin: Origin::Inline,
-        }
-    }
+    use super::super::test_support::values;
 
     fn images(
         spec: &MetalLBImagePrepullSpec,
