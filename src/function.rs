@@ -31,8 +31,9 @@ pub fn process(input: &[u8]) -> Output {
 }
 
 fn process_inner(input: &[u8]) -> Output {
-    let mut list = match krm::io::parse(input) {
-        Ok(list) => list,
+    let parsed = krm::io::text(input).and_then(|text| Ok((text, krm::io::parse_text(text)?)));
+    let (text, mut list) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) => {
             return Output {
                 stdout: Vec::new(),
@@ -68,12 +69,12 @@ fn process_inner(input: &[u8]) -> Output {
         unapplied = outcome.edits;
     }
     // Unchanged items are copied from the input text when its layout allows (see io::parse).
-    let verbatim: Vec<Option<&str>> = match (&list.item_spans, std::str::from_utf8(input)) {
-        (Some(spans), Ok(text)) => origins
+    let verbatim: Vec<Option<&str>> = match &list.item_spans {
+        Some(spans) => origins
             .iter()
             .map(|o| o.map(|i| &text[spans[i].clone()]))
             .collect(),
-        _ => Vec::new(),
+        None => Vec::new(),
     };
     fill_missing_files(&mut results, &items);
     if let Some(mode) = mode {

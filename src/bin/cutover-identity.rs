@@ -27,15 +27,15 @@ fn main() -> ExitCode {
         eprintln!("cutover-identity: cannot read stdin: {e}");
         return ExitCode::FAILURE;
     }
-    let list = match io::parse(&input) {
-        Ok(list) => list,
+    let parsed = io::text(&input).and_then(|text| Ok((text, io::parse_text(text)?)));
+    let (text, list) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) => {
             eprintln!("cutover-identity: {e}");
             return ExitCode::FAILURE;
         }
     };
     // Every item is unchanged: copy each from its input text, as the function does.
-    let text = std::str::from_utf8(&input).unwrap_or_default();
     let verbatim: Vec<Option<&str>> = list
         .item_spans
         .iter()

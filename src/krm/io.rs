@@ -83,11 +83,21 @@ impl std::fmt::Display for InputError {
 
 impl std::error::Error for InputError {}
 
-/// Parses a ResourceList from YAML or JSON bytes.
+/// Parses a ResourceList from YAML or JSON bytes ([`text`] then [`parse_text`]).
 pub fn parse(input: &[u8]) -> Result<ResourceList, InputError> {
-    let text = std::str::from_utf8(input).map_err(|e| InputError::NotUtf8 {
+    parse_text(text(input)?)
+}
+
+/// The input as text: the spec requires UTF-8. Callers that copy unchanged items verbatim keep
+/// this `&str` (the item spans index into it) instead of validating the bytes a second time.
+pub fn text(input: &[u8]) -> Result<&str, InputError> {
+    std::str::from_utf8(input).map_err(|e| InputError::NotUtf8 {
         offset: e.valid_up_to(),
-    })?;
+    })
+}
+
+/// Parses a ResourceList from YAML or JSON text.
+pub fn parse_text(text: &str) -> Result<ResourceList, InputError> {
     let trimmed = text.trim_start_matches(['\u{feff}', ' ', '\t', '\r', '\n']);
     if trimmed.is_empty() {
         return Err(InputError::Empty);
