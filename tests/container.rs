@@ -9,6 +9,10 @@
 //! that variable these tests print a loud SKIPPED banner and pass, so `cargo test` stays usable on
 //! a machine without podman. With it, anything missing is a failure, never a skip.
 
+mod common;
+
+use common::copy_dir;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
@@ -137,19 +141,6 @@ fn assert_same_run(what: &str, native: &Output, container: &Output) {
         text(&container.stderr),
         "{what}: stderr differs"
     );
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 /// Every file under `dir`, by relative path.
