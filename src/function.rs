@@ -1,10 +1,10 @@
 //! The function as a whole: ResourceList in, ResourceList out. Platform-neutral (no I/O), so the
 //! native binary and the WASI module run exactly the same code.
 
+use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::config;
-use crate::krm::{self, KrmResult, apply};
+use crate::krm::{self, KrmResult, apply, splice};
 use crate::modes;
 
 /// What a run produced: bytes for stdout, text for stderr and the exit code.
@@ -31,8 +31,9 @@ pub fn process(input: &[u8]) -> Output {
 }
 
 fn process_inner(input: &[u8]) -> Output {
-    let parsed = krm::io::text(input).and_then(|text| Ok((text, krm::io::parse_text(text)?)));
-    let (text, mut list) = match parsed {
+    let parsed = krm::io::text(input)
+        .and_then(|text| Ok((text, krm::io::parse_text_observed(text, modes::prepare)?)));
+    let (text, (mut list, prepared)) = match parsed {
         Ok(parsed) => parsed,
         Err(e) => {
             return Output {
@@ -43,8 +44,12 @@ fn process_inner(input: &[u8]) -> Output {
         }
     };
     let fc = list.function_config.as_ref();
-    let (mode, outcome) = match config::parse(fc) {
-        Ok(cfg) => (Some(cfg.kind().mode()), modes::run(&cfg, &list.items, fc)),
+    let modes::Prepared { config, observer } = prepared;
+    let (mode, outcome) = match config {
+        Ok(cfg) => (
+            Some(cfg.kind().mode()),
+            modes::run_observed(&cfg, &list.items, fc, observer),
+        ),
         Err(result) => (
             None,
             krm::Outcome {
@@ -59,24 +64,46 @@ fn process_inner(input: &[u8]) -> Output {
     // Replaced and removed input items, and edits not applied: freed after the output is written.
     let mut dropped = Vec::new();
     let mut unapplied = Vec::new();
+    // New text of released items patched as text, by input index.
+    let mut patched_text = HashMap::new();
     if !results.iter().any(KrmResult::is_error) {
-        match apply::apply_into(&mut items, outcome.edits, &mut dropped) {
+        let spans = list.item_spans.as_deref();
+        let released = &mut list.released;
+        let applied = edits_on_released(
+            text,
+            spans,
+            released,
+            &mut items,
+            outcome.edits,
+            &mut patched_text,
+        )
+        .and_then(|edits| apply::apply_into(&mut items, edits, released, &mut dropped));
+        match applied {
             Ok(o) => origins = o,
             // `apply` checks everything before it touches the items: they are still the input.
-            Err(e) => results.push(e),
+            Err(e) => {
+                patched_text.clear();
+                results.push(e);
+            }
         }
     } else {
         unapplied = outcome.edits;
     }
-    // Unchanged items are copied from the input text when its layout allows (see io::parse).
+    // Unchanged items are copied from the input text when its layout allows (see io::parse),
+    // released items patched as text from their new text.
     let verbatim: Vec<Option<&str>> = match &list.item_spans {
         Some(spans) => origins
             .iter()
-            .map(|o| o.map(|i| &text[spans[i].clone()]))
+            .map(|o| {
+                o.map(|i| match patched_text.get(&i) {
+                    Some(new) => new.as_str(),
+                    None => &text[spans[i].clone()],
+                })
+            })
             .collect(),
         None => Vec::new(),
     };
-    fill_missing_files(&mut results, &items);
+    fill_missing_files(&mut results, &items, text, &list);
     if let Some(mode) = mode {
         for r in &mut results {
             r.tags.entry("mode".into()).or_insert_with(|| mode.into());
@@ -89,7 +116,7 @@ fn process_inner(input: &[u8]) -> Output {
     }
     let written = krm::io::write(&items, &verbatim, fc, &list.results, &results);
     drop(verbatim);
-    free_in_background((list, items, results, dropped, unapplied));
+    free_in_background((list, items, results, dropped, unapplied, patched_text));
     match written {
         Ok(stdout) => Output {
             stdout,
@@ -102,6 +129,50 @@ fn process_inner(input: &[u8]) -> Output {
             exit_code: 1,
         },
     }
+}
+
+/// Edits of items whose trees the parse released: a patch is applied to the item's text when
+/// [`splice`] can (the new text goes to `patched_text` and the edit is done); otherwise the item
+/// is parsed again from its text and the edit goes to [`apply`] like any other. Other edits pass
+/// through (replacing or removing an item needs no tree).
+fn edits_on_released(
+    text: &str,
+    spans: Option<&[std::ops::Range<usize>]>,
+    released: &mut std::collections::BTreeMap<usize, krm::io::Released>,
+    items: &mut [serde_yaml::Value],
+    edits: Vec<krm::Edit>,
+    patched_text: &mut HashMap<usize, String>,
+) -> Result<Vec<krm::Edit>, KrmResult> {
+    if released.is_empty() {
+        return Ok(edits);
+    }
+    let Some(spans) = spans else {
+        return Err(KrmResult::error(
+            "internal error: items released without their text",
+        ));
+    };
+    let mut rest = Vec::with_capacity(edits.len());
+    for edit in edits {
+        if let krm::Edit::Patch { index, ops } = &edit
+            && let Some(r) = released.get(index)
+        {
+            let span = spans[*index].clone();
+            let as_text = r.text_patchable && !ops.iter().any(apply::may_move_file);
+            if let Some(new) = as_text
+                .then(|| splice::patch_text(&text[span.clone()], ops))
+                .flatten()
+            {
+                patched_text.insert(*index, new);
+                continue;
+            }
+            items[*index] = krm::io::parse_item(text, span).ok_or_else(|| {
+                KrmResult::error(format!("internal error: item {index} does not parse again"))
+            })?;
+            released.remove(index);
+        }
+        rest.push(edit);
+    }
+    Ok(rest)
 }
 
 /// Frees `garbage` on a short-lived thread. A run builds millions of small allocations (every
@@ -121,11 +192,17 @@ pub fn free_in_background<T: Send + 'static>(garbage: T) {
 }
 
 /// Results about an object (the function config, a created object) that name no file get the
-/// file of the input item with the same identity, so kpt users can find what to fix.
-fn fill_missing_files(results: &mut [KrmResult], items: &[serde_yaml::Value]) {
+/// file of the input item with the same identity, so kpt users can find what to fix. Released
+/// items are parsed again for this only when a result still lacks its file.
+fn fill_missing_files(
+    results: &mut [KrmResult],
+    items: &[serde_yaml::Value],
+    text: &str,
+    list: &krm::ResourceList,
+) {
     use std::collections::HashMap;
 
-    use crate::krm::{KrmObject, ResourceRef};
+    use crate::krm::{FileRef, KrmObject, ResourceRef};
     if !results
         .iter()
         .any(|r| r.file.is_none() && r.resource_ref.is_some())
@@ -140,10 +217,27 @@ fn fill_missing_files(results: &mut [KrmResult], items: &[serde_yaml::Value]) {
             r.namespace.clone(),
         )
     };
-    let files: HashMap<_, _> = items
+    let mut files: HashMap<_, _> = items
         .iter()
         .filter_map(|item| Some((key(&item.resource_ref()), item.file_ref()?)))
         .collect();
+    let missing = |files: &HashMap<_, FileRef>, r: &KrmResult| {
+        r.file.is_none()
+            && r.resource_ref
+                .as_ref()
+                .is_some_and(|rr| !files.contains_key(&key(rr)))
+    };
+    if let Some(spans) = &list.item_spans
+        && results.iter().any(|r| missing(&files, r))
+    {
+        for &i in list.released.keys() {
+            if let Some(item) = krm::io::parse_item(text, spans[i].clone())
+                && let Some(file) = item.file_ref()
+            {
+                files.entry(key(&item.resource_ref())).or_insert(file);
+            }
+        }
+    }
     for r in results.iter_mut().filter(|r| r.file.is_none()) {
         if let Some(rr) = &r.resource_ref {
             r.file = files.get(&key(rr)).cloned();

@@ -1,12 +1,13 @@
 //! Applying a mode's edits to the items, and the invariants kpt enforces on the output.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_yaml::Value;
 
+use super::io::Released;
 use super::object::{KrmObject, set_file};
 use super::outcome::{Edit, PatchOp};
-use super::result::KrmResult;
+use super::result::{FileRef, KrmResult};
 
 /// What happens to one input item.
 enum Change {
@@ -25,15 +26,18 @@ enum Change {
 /// Returns, for every output item, the index of the input item it is when it is unchanged
 /// (`None` for replaced, patched and added items), so the writer can copy unchanged items verbatim.
 pub fn apply(items: &mut Vec<Value>, edits: Vec<Edit>) -> Result<Vec<Option<usize>>, KrmResult> {
-    apply_into(items, edits, &mut Vec::new())
+    apply_into(items, edits, &BTreeMap::new(), &mut Vec::new())
 }
 
 /// [`apply`], moving the replaced and removed input items into `dropped` instead of freeing them,
 /// so the caller decides when to pay for freeing (for 10k rewritten Services, freeing the old
-/// trees takes longer than applying the edits).
+/// trees takes longer than applying the edits). `released` are the items whose trees the parse
+/// let go (empty mappings in `items`): edits must not patch them (the caller restores or
+/// text-patches those first), and the file check takes their files from there.
 pub fn apply_into(
     items: &mut Vec<Value>,
     edits: Vec<Edit>,
+    released: &BTreeMap<usize, Released>,
     dropped: &mut Vec<Value>,
 ) -> Result<Vec<Option<usize>>, KrmResult> {
     let count = items.len();
@@ -63,7 +67,9 @@ pub fn apply_into(
             )));
         }
         if let Change::Patch(ops) = &change
-            && (!items[index].is_mapping() || ops.iter().any(|op| op.path().is_empty()))
+            && (!items[index].is_mapping()
+                || released.contains_key(&index)
+                || ops.iter().any(|op| op.path().is_empty()))
         {
             return Err(KrmResult::error(format!(
                 "internal error: patch of item {index} with an empty path or on a non-mapping"
@@ -94,12 +100,15 @@ pub fn apply_into(
         .iter()
         .enumerate()
         .filter_map(|(i, item)| match changes.get(&i) {
-            None => Some(item),
-            Some(Change::Replace(new)) => Some(new),
-            Some(Change::Patch(_)) => Some(tried.get(&i).unwrap_or(item)),
+            None => Some(match released.get(&i) {
+                Some(r) => Seen::Released(&r.file),
+                None => Seen::Item(item),
+            }),
+            Some(Change::Replace(new)) => Some(Seen::Item(new)),
+            Some(Change::Patch(_)) => Some(Seen::Item(tried.get(&i).unwrap_or(item))),
             Some(Change::Remove) => None,
         })
-        .chain(added.iter());
+        .chain(added.iter().map(Seen::Item));
     check_unique_files(output_view)?;
     drop(tried);
     let mut origins: Vec<Option<usize>> = Vec::with_capacity(count + added.len());
@@ -138,7 +147,7 @@ pub fn apply_into(
 
 /// Whether `op` may change where the item is written: its path is, or leads to, one of the file
 /// annotations.
-fn may_move_file(op: &PatchOp) -> bool {
+pub fn may_move_file(op: &PatchOp) -> bool {
     use super::annotations::{INDEX, INTERNAL_INDEX, INTERNAL_PATH, PATH};
     let file_keys = [PATH, INDEX, INTERNAL_PATH, INTERNAL_INDEX];
     match op.path() {
@@ -150,18 +159,32 @@ fn may_move_file(op: &PatchOp) -> bool {
     }
 }
 
+/// An output item as the file check sees it.
+enum Seen<'a> {
+    Item(&'a Value),
+    /// A released item: its file, read at parse time (text patches never move files).
+    Released(&'a Option<FileRef>),
+}
+
 /// kpt rejects output where two items share a path and index; catch it here with a clear message.
-fn check_unique_files<'a>(items: impl Iterator<Item = &'a Value>) -> Result<(), KrmResult> {
+fn check_unique_files<'a>(items: impl Iterator<Item = Seen<'a>>) -> Result<(), KrmResult> {
     let mut seen = HashSet::new();
     for item in items {
-        if let Some(file) = item.file_ref()
+        let file = match &item {
+            Seen::Item(v) => v.file_ref(),
+            Seen::Released(file) => (*file).clone(),
+        };
+        if let Some(file) = file
             && !seen.insert((file.path.clone(), file.index))
         {
-            return Err(KrmResult::error(format!(
+            let error = KrmResult::error(format!(
                 "two output items would be written to {} index {}",
                 file.path, file.index
-            ))
-            .about(item));
+            ));
+            return Err(match item {
+                Seen::Item(v) => error.about(v),
+                Seen::Released(_) => error,
+            });
         }
     }
     Ok(())

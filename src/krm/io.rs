@@ -3,10 +3,13 @@
 //! Items stay `serde_yaml::Value`s: key order, list order and fields no schema knows survive a
 //! round trip untouched. Only the parts a mode reads are decoded into typed structs, by the mode.
 
+use std::collections::BTreeMap;
+
 use serde_yaml::{Mapping, Value};
 
 use super::emit;
-use super::result::KrmResult;
+use super::object::KrmObject;
+use super::result::{FileRef, KrmResult};
 
 /// `apiVersion` written on every output ResourceList.
 pub const OUTPUT_API_VERSION: &str = "config.kubernetes.io/v1";
@@ -27,6 +30,39 @@ pub struct ResourceList {
     /// input is block YAML laid out as kpt and kustomize write it. Unchanged items are copied
     /// from there verbatim, so their flow style, quoting and comments survive exactly.
     pub item_spans: Option<Vec<std::ops::Range<usize>>>,
+    /// Items whose tree was let go right after the [`Observer`] read them (only possible when
+    /// `item_spans` is known): `items` holds an empty mapping in their place, and this map their
+    /// file, for the output checks. The engine copies them from the input text, patches that
+    /// text ([`super::splice`]) or parses them again ([`parse_item`]) when an edit needs it.
+    pub released: BTreeMap<usize, Released>,
+}
+
+/// What the engine keeps of a released item besides its text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Released {
+    /// Its file, for the output checks.
+    pub file: Option<FileRef>,
+    /// Its text passed [`super::splice::layout_matches`]: edits may patch the text.
+    pub text_patchable: bool,
+}
+
+/// Sees every item right after it is parsed, in input order, and says whether the engine must
+/// keep its tree. A mode that only needs a few facts from most items (the announcer from
+/// 10k Services) takes them here while the tree is fresh in the cache and lets the tree go, so
+/// the run never holds every item's tree at once (see `docs/benchmarks.md`, Peak RSS).
+pub trait Observer {
+    /// Reads item `index`; returns false to let the engine drop its tree.
+    fn observe(&mut self, index: usize, item: &Value) -> bool;
+}
+
+/// The observer that keeps every item (the function config gives no mode, the identity program).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct KeepAll;
+
+impl Observer for KeepAll {
+    fn observe(&mut self, _index: usize, _item: &Value) -> bool {
+        true
+    }
 }
 
 /// Why the input could not be read as a ResourceList. Nothing is written to stdout for these:
@@ -96,19 +132,55 @@ pub fn text(input: &[u8]) -> Result<&str, InputError> {
     })
 }
 
-/// Parses a ResourceList from YAML or JSON text.
+/// Parses a ResourceList from YAML or JSON text, keeping every item.
 pub fn parse_text(text: &str) -> Result<ResourceList, InputError> {
+    parse_text_observed(text, |_| KeepAll).map(|(list, _)| list)
+}
+
+/// Parses a ResourceList and shows each item to an observer made by `observer` from the
+/// function config (which kpt writes after the items, so the head of the document is read
+/// first). Items the observer declines are released (see [`ResourceList::released`]) when the
+/// input has the kpt layout; otherwise every item is kept and the observer's answers are
+/// ignored. `observer` may be called twice (the item-by-item parse can fall back to the whole
+/// document); the observer returned has seen every item exactly once.
+pub fn parse_text_observed<O: Observer>(
+    text: &str,
+    mut observer: impl FnMut(Option<&Value>) -> O,
+) -> Result<(ResourceList, O), InputError> {
     let trimmed = text.trim_start_matches(['\u{feff}', ' ', '\t', '\r', '\n']);
     if trimmed.is_empty() {
         return Err(InputError::Empty);
     }
     check_flow_depth(text)?;
     if !trimmed.starts_with('{')
-        && let Some(list) = parse_by_item(text)
+        && let Some(parsed) = parse_by_item(text, &mut observer)
     {
-        return Ok(list);
+        return Ok(parsed);
     }
-    parse_whole(text, trimmed)
+    let list = parse_whole(text, trimmed)?;
+    let mut seen = observer(list.function_config.as_ref());
+    for (index, item) in list.items.iter().enumerate() {
+        seen.observe(index, item);
+    }
+    Ok((list, seen))
+}
+
+/// Parses one item from its text (a span of [`ResourceList::item_spans`]), as the item-by-item
+/// parse did: for restoring a released item an edit needs as a tree.
+pub fn parse_item(text: &str, span: std::ops::Range<usize>) -> Option<Value> {
+    let mut chunk = String::with_capacity(span.len() + 8);
+    chunk.push_str("items:\n");
+    chunk.push_str(text.get(span)?);
+    let Ok(Value::Mapping(mut one)) = serde_yaml::from_str::<Value>(&chunk) else {
+        return None;
+    };
+    let Some(Value::Sequence(mut entry)) = one.remove("items") else {
+        return None;
+    };
+    if entry.len() != 1 || !one.is_empty() {
+        return None;
+    }
+    entry.pop().filter(Value::is_mapping)
 }
 
 /// Parses the whole document at once (JSON, flow or unusual layouts, aliases, and every input
@@ -150,7 +222,10 @@ fn parse_whole(text: &str, trimmed: &str) -> Result<ResourceList, InputError> {
 /// and fails), an item text that is not exactly one entry, the sentinel not ending up as the
 /// value of the root `items` key (the `items:` line was inside a multi-line scalar), or a
 /// document the ResourceList checks reject.
-fn parse_by_item(text: &str) -> Option<ResourceList> {
+fn parse_by_item<O: Observer>(
+    text: &str,
+    observer: &mut impl FnMut(Option<&Value>) -> O,
+) -> Option<(ResourceList, O)> {
     if uses_aliases(text) {
         return None;
     }
@@ -172,9 +247,12 @@ fn parse_by_item(text: &str) -> Option<ResourceList> {
     if root.get("items").and_then(Value::as_str) != Some(sentinel.as_str()) {
         return None;
     }
+    let fc = root.get("functionConfig").filter(|fc| fc.is_mapping());
+    let mut seen = observer(fc);
+    let mut released = BTreeMap::new();
     let mut items = Vec::with_capacity(spans.len());
     let mut chunk = String::new();
-    for span in &spans {
+    for (index, span) in spans.iter().enumerate() {
         chunk.clear();
         chunk.push_str("items:\n");
         chunk.push_str(&text[span.clone()]);
@@ -187,13 +265,33 @@ fn parse_by_item(text: &str) -> Option<ResourceList> {
         if entry.len() != 1 || !one.is_empty() {
             return None;
         }
-        items.push(entry.pop()?);
+        let item = entry.pop()?;
+        // A non-mapping item is an error the whole-document parse reports.
+        if !item.is_mapping() {
+            return None;
+        }
+        if seen.observe(index, &item) {
+            items.push(item);
+        } else {
+            let text_patchable = super::splice::layout_matches(&text[span.clone()], &item);
+            let file = item.file_ref();
+            released.insert(
+                index,
+                Released {
+                    file,
+                    text_patchable,
+                },
+            );
+            // An empty mapping allocates nothing; the tree goes now.
+            items.push(Value::Mapping(Mapping::new()));
+        }
     }
     // Same key, same place: the Mapping keeps the position of a replaced key.
     root.insert(Value::from("items"), Value::Sequence(items));
     let mut list = from_value(Value::Mapping(root)).ok()?;
     list.item_spans = Some(spans);
-    Some(list)
+    list.released = released;
+    Some((list, seen))
 }
 
 /// Finds each top-level item's text: after a column-0 `items:` line, every column-0 `- ` line
@@ -352,6 +450,7 @@ fn from_value(doc: Value) -> Result<ResourceList, InputError> {
         function_config,
         results,
         item_spans: None,
+        released: BTreeMap::new(),
     })
 }
 
@@ -531,7 +630,11 @@ mod tests {
         ];
         for (src, lean) in &cases {
             assert_eq!(parse(src.as_bytes()), whole(src), "{src}");
-            assert_eq!(parse_by_item(src).is_some(), *lean, "{src:?}");
+            assert_eq!(
+                parse_by_item(src, &mut |_| KeepAll).is_some(),
+                *lean,
+                "{src:?}"
+            );
         }
     }
 

@@ -11,6 +11,7 @@ pub mod io;
 pub mod object;
 pub mod outcome;
 pub mod result;
+pub mod splice;
 
 pub use io::{InputError, ResourceList};
 pub use object::{KrmObject, ObjectRef};

@@ -115,6 +115,13 @@ impl KrmResult {
         self.file = obj.file_ref();
         self
     }
+    /// Names an input object by its identity and file, read earlier (for objects whose tree is
+    /// no longer at hand, see [`crate::krm::io::Observer`]).
+    pub fn about_item(mut self, r: ResourceRef, file: Option<FileRef>) -> Self {
+        self.resource_ref = Some(Box::new(r));
+        self.file = file;
+        self
+    }
     /// Names the object by reference only (for objects not in the input, e.g. created ones).
     pub fn about_ref(mut self, r: ResourceRef) -> Self {
         self.resource_ref = Some(Box::new(r));

@@ -6,13 +6,74 @@ pub mod prepull;
 
 use serde_yaml::Value;
 
-use crate::config::FunctionConfig;
-use crate::krm::Outcome;
+use crate::config::{self, FunctionConfig};
+use crate::krm::{KrmResult, Outcome, io};
 
-/// Runs the mode selected by the configuration.
+/// What a run knows before it reads the items: the typed function config (or the error about
+/// it) and the observer its mode reads the items with while they are parsed.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The parsed function config.
+    pub config: Result<FunctionConfig, KrmResult>,
+    /// Sees every item as it is parsed (see [`io::Observer`]).
+    pub observer: Observer,
+}
+
+/// A mode's [`io::Observer`].
+#[derive(Debug)]
+pub enum Observer {
+    /// Keeps every item (prepull reads few, small items; no mode when the config is bad).
+    KeepAll,
+    /// The announcer's inventory, built item by item; Service trees are released.
+    Announcer(Box<announcer::Reader>),
+}
+
+impl io::Observer for Observer {
+    fn observe(&mut self, index: usize, item: &Value) -> bool {
+        match self {
+            Observer::KeepAll => true,
+            Observer::Announcer(reader) => reader.observe(index, item),
+        }
+    }
+}
+
+impl io::Observer for Prepared {
+    fn observe(&mut self, index: usize, item: &Value) -> bool {
+        self.observer.observe(index, item)
+    }
+}
+
+/// Parses the function config and picks the mode's observer.
+pub fn prepare(function_config: Option<&Value>) -> Prepared {
+    let config = config::parse(function_config);
+    let observer = match &config {
+        Ok(FunctionConfig::LoadBalancerAnnouncer(_)) => Observer::Announcer(Box::default()),
+        _ => Observer::KeepAll,
+    };
+    Prepared { config, observer }
+}
+
+/// Runs the mode selected by the configuration on items that are all in memory.
 pub fn run(config: &FunctionConfig, items: &[Value], function_config: Option<&Value>) -> Outcome {
+    run_observed(config, items, function_config, Observer::KeepAll)
+}
+
+/// Runs the mode selected by the configuration. `observer` has seen every item (the
+/// [`Prepared`] one from the parse); items it released are empty mappings in `items`.
+pub fn run_observed(
+    config: &FunctionConfig,
+    items: &[Value],
+    function_config: Option<&Value>,
+    observer: Observer,
+) -> Outcome {
     match config {
         FunctionConfig::MetalLBImagePrepull(spec) => prepull::run(spec, items, function_config),
-        FunctionConfig::LoadBalancerAnnouncer(spec) => announcer::run(spec, items, function_config),
+        FunctionConfig::LoadBalancerAnnouncer(spec) => {
+            let read = match observer {
+                Observer::Announcer(reader) => reader.finish(),
+                Observer::KeepAll => announcer::read(items),
+            };
+            announcer::run_read(spec, items, function_config, read)
+        }
     }
 }

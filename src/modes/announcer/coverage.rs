@@ -141,7 +141,6 @@ pub fn prove(
     let mut lines = 0usize;
     for plan in plans {
         let svc = &inv.services[plan.service];
-        let item = &items[plan.index];
         let mut labels = after_labels(plan);
         let before_labels = svc.labels();
         labels.insert(SVC_NAMESPACE_LABEL.into(), svc.namespace().to_owned());
@@ -282,7 +281,7 @@ pub fn prove(
                     plan_name(svc),
                     errors.join("; ")
                 ))
-                .about(item)
+                .about_item(svc.resource_ref.clone(), svc.file.clone())
                 .field("metadata")
                 .tag("check", "coverage"),
             );
@@ -294,7 +293,7 @@ pub fn prove(
                     "coverage: {} ({ips}, pool {pool_text}) is announced by no L2Advertisement today and by no policy after",
                     plan_name(svc)
                 ))
-                .about(item)
+                .about_item(svc.resource_ref.clone(), svc.file.clone())
                 .tag("check", "coverage"),
             );
             continue;
@@ -316,7 +315,7 @@ pub fn prove(
                         describe(&after_ann)
                     )
                 })
-                .about(item)
+                .about_item(svc.resource_ref.clone(), svc.file.clone())
                 .tag("check", "coverage"),
             );
         }

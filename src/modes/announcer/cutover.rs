@@ -119,7 +119,7 @@ impl<'a> Cutover<'a> {
             &mut self.results,
         );
         self.ipv6(&version);
-        let plans = services::plan(self.inv, self.items, &version, &mut self.results);
+        let plans = services::plan(self.inv, &version, &mut self.results);
         self.cilium_values(&version, plans.len());
         self.speaker();
         // Generated objects.
@@ -149,12 +149,16 @@ impl<'a> Cutover<'a> {
         let pool_label = self.spec.pool_label.clone();
         let mut rewritten = 0usize;
         for plan in &plans {
-            let item = &self.items[plan.index];
-            if let Some(ops) = services::patch(item, plan, self.phase, &pool_label) {
+            let svc = &self.inv.services[plan.service];
+            if let Some(ops) = services::patch(&svc.meta, plan, self.phase, &pool_label) {
                 rewritten += 1;
                 if rewritten <= coverage::MAX_SERVICE_LINES {
-                    self.results
-                        .push(service_change(item, &ops, self.phase, &pool_label));
+                    self.results.push(svc.about(service_change(
+                        &svc.meta,
+                        &ops,
+                        self.phase,
+                        &pool_label,
+                    )));
                 }
                 self.patched.insert(plan.index, ops);
             }
@@ -167,18 +171,18 @@ impl<'a> Cutover<'a> {
         }
         // Coverage, always against the final state (all pools and policies; the labels, which
         // every phase writes the same way, read back from the rewritten Services).
-        let (items, changed, patched) = (self.items, &self.changed, &self.patched);
-        let after = |plan: &services::ServicePlan| match (
-            patched.get(&plan.index),
-            changed.get(&plan.index),
-        ) {
-            (Some(ops), _) => super::selector::labels_of(&services::patched_metadata(
-                &items[plan.index],
-                &["labels"],
-                ops,
-            )),
-            (None, Some(Some(v))) => super::selector::labels_of(v),
-            _ => super::selector::labels_of(&items[plan.index]),
+        let (inv, changed, patched) = (self.inv, &self.changed, &self.patched);
+        let after = |plan: &services::ServicePlan| {
+            let svc = &inv.services[plan.service];
+            match (patched.get(&plan.index), changed.get(&plan.index)) {
+                (Some(ops), _) => super::selector::labels_of(&services::patched_metadata(
+                    &svc.meta,
+                    &["labels"],
+                    ops,
+                )),
+                (None, Some(Some(v))) => super::selector::labels_of(v),
+                _ => svc.labels(),
+            }
         };
         let proof = coverage::prove(self.inv, self.items, &plans, &pools, &policies, &after);
         self.results.extend(proof);

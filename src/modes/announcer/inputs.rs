@@ -12,7 +12,7 @@ use serde_yaml::Value;
 use super::ipam::{MetalLbAddress, parse_metallb_address};
 use super::selector::{Labels, labels_of};
 use crate::krm::annotations::LOCAL_CONFIG;
-use crate::krm::{KrmObject, KrmResult};
+use crate::krm::{FileRef, KrmObject, KrmResult, ResourceRef};
 
 /// MetalLB API group.
 pub const METALLB_GROUP: &str = "metallb.io";
@@ -108,73 +108,135 @@ pub struct Advertisement {
     pub spec: L2AdvertisementSpec,
 }
 
-/// A Service of type LoadBalancer.
+/// A Service of type LoadBalancer: what the mode reads from it. The item's tree itself is
+/// released while the items are parsed (see [`Reader`]), so a 10k-Service run never holds every
+/// Service's tree; edits to the Service go to the engine as patch operations.
 #[derive(Debug, Clone)]
 pub struct LbService {
     /// Item index.
     pub index: usize,
-    /// Typed view (read-only; edits go to the item's `Value`).
-    pub svc: Service,
+    /// Identity, for results about the Service.
+    pub resource_ref: ResourceRef,
+    /// File, for results about the Service.
+    pub file: Option<FileRef>,
+    /// `metadata.name`.
+    name: String,
+    /// `metadata.namespace`.
+    namespace: Option<String>,
+    /// `spec.loadBalancerClass`.
+    class: Option<String>,
+    /// `spec.externalTrafficPolicy == Local`.
+    etp_local: bool,
+    /// `spec.selector`.
+    selector: Option<BTreeMap<String, String>>,
+    /// IPs in `status.loadBalancer.ingress`.
+    ingress: Vec<String>,
+    /// `spec.loadBalancerIP`, when not empty.
+    lb_ip: Option<String>,
+    /// `{metadata: {labels, annotations}}` as in the item, the annotations cut down to the
+    /// MetalLB and Cilium LB-IPAM keys (the only ones the mode reads or patches; an
+    /// `annotations` that is not a mapping stays as it is). The Service patch and its report
+    /// are computed on this instead of the whole item.
+    pub meta: Value,
 }
 
+/// Annotation prefixes kept in [`LbService::meta`].
+const KEPT_ANNOTATIONS: &[&str] = &[
+    "metallb.io/",
+    "metallb.universe.tf/",
+    "lbipam.cilium.io/",
+    "io.cilium/",
+];
+
 impl LbService {
+    /// Reads a Service item (type LoadBalancer). The k8s-openapi decode validates the whole
+    /// Service as before; only the fields the mode uses are kept.
+    fn read(index: usize, item: &Value) -> Result<LbService, serde_yaml::Error> {
+        let svc = Service::deserialize(item)?;
+        let meta_in = item.get("metadata").and_then(Value::as_mapping);
+        let mut meta = serde_yaml::Mapping::new();
+        if let Some(labels) = meta_in.and_then(|m| m.get("labels")) {
+            meta.insert("labels".into(), labels.clone());
+        }
+        if let Some(ann) = meta_in.and_then(|m| m.get("annotations")) {
+            let kept = match ann.as_mapping() {
+                Some(map) => Value::Mapping(
+                    map.iter()
+                        .filter(|(k, _)| {
+                            k.as_str()
+                                .is_some_and(|k| KEPT_ANNOTATIONS.iter().any(|p| k.starts_with(p)))
+                        })
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                ),
+                None => ann.clone(),
+            };
+            meta.insert("annotations".into(), kept);
+        }
+        let spec = svc.spec.unwrap_or_default();
+        Ok(LbService {
+            index,
+            resource_ref: item.resource_ref(),
+            file: item.file_ref(),
+            name: svc.metadata.name.unwrap_or_default(),
+            namespace: svc.metadata.namespace,
+            class: spec.load_balancer_class,
+            etp_local: spec.external_traffic_policy.as_deref() == Some("Local"),
+            selector: spec.selector,
+            ingress: svc
+                .status
+                .and_then(|s| s.load_balancer)
+                .and_then(|lb| lb.ingress)
+                .into_iter()
+                .flatten()
+                .filter_map(|i| i.ip)
+                .collect(),
+            lb_ip: spec.load_balancer_ip.filter(|s| !s.is_empty()),
+            meta: Value::Mapping(serde_yaml::Mapping::from_iter([(
+                Value::from("metadata"),
+                Value::Mapping(meta),
+            )])),
+        })
+    }
+    /// Names the Service (and its file) in a result.
+    pub fn about(&self, r: KrmResult) -> KrmResult {
+        r.about_item(self.resource_ref.clone(), self.file.clone())
+    }
     /// `metadata.namespace`, or `default`.
     pub fn namespace(&self) -> &str {
-        self.svc.metadata.namespace.as_deref().unwrap_or("default")
+        self.namespace.as_deref().unwrap_or("default")
     }
     /// `metadata.name`.
     pub fn name(&self) -> &str {
-        self.svc.metadata.name.as_deref().unwrap_or("")
+        &self.name
     }
     /// `metadata.labels`.
     pub fn labels(&self) -> Labels {
-        self.svc.metadata.labels.clone().unwrap_or_default()
+        labels_of(&self.meta)
     }
-    /// One annotation.
+    /// One MetalLB or Cilium LB-IPAM annotation (others are not kept).
     pub fn annotation(&self, key: &str) -> Option<&str> {
-        self.svc
-            .metadata
-            .annotations
-            .as_ref()?
-            .get(key)
-            .map(String::as_str)
+        at(&self.meta, &["metadata", "annotations", key]).and_then(Value::as_str)
     }
     /// `spec.loadBalancerClass`.
     pub fn class(&self) -> Option<&str> {
-        self.svc.spec.as_ref()?.load_balancer_class.as_deref()
+        self.class.as_deref()
     }
     /// `spec.externalTrafficPolicy == Local`.
     pub fn etp_local(&self) -> bool {
-        self.svc
-            .spec
-            .as_ref()
-            .and_then(|s| s.external_traffic_policy.as_deref())
-            == Some("Local")
+        self.etp_local
     }
-    /// `spec.selector` as text, for sharing compatibility.
+    /// `spec.selector`, for sharing compatibility.
     pub fn selector(&self) -> Option<&BTreeMap<String, String>> {
-        self.svc.spec.as_ref()?.selector.as_ref()
+        self.selector.as_ref()
     }
     /// IPs in `status.loadBalancer.ingress`.
     pub fn ingress_ips(&self) -> Vec<String> {
-        self.svc
-            .status
-            .as_ref()
-            .and_then(|s| s.load_balancer.as_ref())
-            .and_then(|lb| lb.ingress.as_ref())
-            .into_iter()
-            .flatten()
-            .filter_map(|i| i.ip.clone())
-            .collect()
+        self.ingress.clone()
     }
     /// `spec.loadBalancerIP` (deprecated field both controllers honour).
     pub fn spec_lb_ip(&self) -> Option<&str> {
-        self.svc
-            .spec
-            .as_ref()?
-            .load_balancer_ip
-            .as_deref()
-            .filter(|s| !s.is_empty())
+        self.lb_ip.as_deref()
     }
 }
 
@@ -293,13 +355,42 @@ fn helm_release_chart(item: &Value) -> &str {
         .unwrap_or_else(|| item.name())
 }
 
-/// Scans the items once.
+/// Scans the items once (for callers that hold every item; the function reads them with a
+/// [`Reader`] while they are parsed).
 pub fn read(items: &[Value]) -> (Inventory, Vec<KrmResult>) {
-    let mut inv = Inventory::default();
-    let mut errors = Vec::new();
+    let mut reader = Reader::default();
     for (index, item) in items.iter().enumerate() {
+        reader.observe(index, item);
+    }
+    reader.finish()
+}
+
+/// Builds the [`Inventory`] item by item, as the engine parses them
+/// ([`crate::krm::io::Observer`]). Services are read into [`LbService`] and their trees
+/// released: they are most of a large platform, and the mode patches them without their tree.
+#[derive(Debug, Default)]
+pub struct Reader {
+    inv: Inventory,
+    errors: Vec<KrmResult>,
+}
+
+impl crate::krm::io::Observer for Reader {
+    fn observe(&mut self, index: usize, item: &Value) -> bool {
+        Reader::observe(self, index, item)
+    }
+}
+
+impl Reader {
+    /// The inventory and the errors found reading it, in item order.
+    pub fn finish(self) -> (Inventory, Vec<KrmResult>) {
+        (self.inv, self.errors)
+    }
+
+    /// Reads one item; false for Services (the engine may release their trees).
+    pub fn observe(&mut self, index: usize, item: &Value) -> bool {
+        let (inv, errors) = (&mut self.inv, &mut self.errors);
         if is_local_config(item) {
-            continue;
+            return true;
         }
         let group = item.group();
         let kind = item.kind();
@@ -310,7 +401,7 @@ pub fn read(items: &[Value]) -> (Inventory, Vec<KrmResult>) {
                         Ok(s) => s,
                         Err(e) => {
                             errors.push(e);
-                            continue;
+                            return true;
                         }
                     };
                 let mut addresses = Vec::new();
@@ -347,16 +438,17 @@ pub fn read(items: &[Value]) -> (Inventory, Vec<KrmResult>) {
             (METALLB_GROUP, _) => inv.other_metallb.push(index),
             ("", "Service") => {
                 if str_at(item, &["spec", "type"]) != Some("LoadBalancer") {
-                    continue;
+                    return false;
                 }
-                match Service::deserialize(item) {
-                    Ok(svc) => inv.services.push(LbService { index, svc }),
+                match LbService::read(index, item) {
+                    Ok(svc) => inv.services.push(svc),
                     Err(e) => errors.push(
                         KrmResult::error(format!("cannot read Service: {e}"))
                             .about(item)
                             .field("spec"),
                     ),
                 }
+                return false;
             }
             ("", "Namespace") => {
                 let mut labels = labels_of(item);
@@ -462,8 +554,8 @@ pub fn read(items: &[Value]) -> (Inventory, Vec<KrmResult>) {
                 }
             }
         }
+        true
     }
-    (inv, errors)
 }
 
 /// `networking.loadBalancerAnnouncer` in a ConfigMap: as a data key of its own, or inside a data

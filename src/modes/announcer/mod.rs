@@ -22,6 +22,7 @@ mod values;
 mod version;
 
 pub use config::*;
+pub use inputs::{Reader, read};
 
 use serde_yaml::Value;
 
@@ -36,7 +37,18 @@ pub fn run(
     items: &[Value],
     function_config: Option<&Value>,
 ) -> Outcome {
-    let (inv, mut results) = inputs::read(items);
+    run_read(spec, items, function_config, inputs::read(items))
+}
+
+/// Runs the mode on items already read (by a [`Reader`] while they were parsed: the Services'
+/// trees may be gone from `items`).
+pub fn run_read(
+    spec: &LoadBalancerAnnouncerSpec,
+    items: &[Value],
+    function_config: Option<&Value>,
+    read: (Inventory, Vec<KrmResult>),
+) -> Outcome {
+    let (inv, mut results) = read;
     // Errors in the switch itself stay errors even in plan mode: the run cannot tell which
     // announcer is wanted.
     let mut switch_errors = Vec::new();

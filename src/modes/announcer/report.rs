@@ -58,7 +58,8 @@ pub(super) fn as_plan(outcome: Outcome) -> Outcome {
 }
 
 /// Info result describing a Service rewrite (`ops`, from [`super::services::patch`]): the keys
-/// added, changed and removed.
+/// added, changed and removed. `old` holds the Service's labels and annotations (see
+/// [`super::inputs::LbService::meta`]); the caller names the Service.
 pub(super) fn service_change(
     old: &Value,
     ops: &[PatchOp],
@@ -116,7 +117,6 @@ pub(super) fn service_change(
         "Service rewritten for Cilium LB-IPAM: {}",
         parts.join("; ")
     ))
-    .about(old)
     .field("metadata.annotations");
     if set.is_empty() {
         r

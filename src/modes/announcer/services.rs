@@ -91,7 +91,6 @@ fn split_ips(text: &str) -> Vec<String> {
 /// Plans the rewrite of every Service MetalLB serves.
 pub fn plan(
     inv: &Inventory,
-    items: &[Value],
     version: &CiliumVersion,
     results: &mut Vec<KrmResult>,
 ) -> Vec<ServicePlan> {
@@ -103,7 +102,6 @@ pub fn plan(
         if !served_by_metallb(svc) {
             continue;
         }
-        let item = &items[svc.index];
         if svc.class() == Some(METALLB_CLASS) {
             results.push(
                 KrmResult::error(format!(
@@ -111,26 +109,20 @@ pub fn plan(
                      delete the Service and recreate it without loadBalancerClass (pin its IP with \
                      metallb.io/loadBalancerIPs first so it keeps the address), then run cutover again"
                 ))
-                .about(item)
+                .about_item(svc.resource_ref.clone(), svc.file.clone())
                 .field("spec.loadBalancerClass")
                 .current(METALLB_CLASS),
             );
             continue;
         }
-        if let Some(proxy) = svc
-            .svc
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(SERVICE_PROXY_NAME))
-        {
+        if let Some(proxy) = svc.labels().get(SERVICE_PROXY_NAME) {
             results.push(
                 KrmResult::error(format!(
                     "{SERVICE_PROXY_NAME}={proxy}: Cilium (its own proxy name empty) filters such Services out of \
                      what LB-IPAM and the L2 announcer see, so the IP would be neither kept nor announced \
                      (cozystack's cozy-proxy VM Services); move them to another announcer first"
                 ))
-                .about(item)
+                .about_item(svc.resource_ref.clone(), svc.file.clone())
                 .field(format!("metadata.labels.{SERVICE_PROXY_NAME}"))
                 .current(proxy.as_str()),
             );
@@ -150,7 +142,7 @@ pub fn plan(
                         KrmResult::error(format!(
                             "address-pool names pool {name:?}, which is not among the items: cannot tell which Cilium pool should serve the Service"
                         ))
-                        .about(item)
+                        .about_item(svc.resource_ref.clone(), svc.file.clone())
                         .field("metadata.annotations"),
                     );
                     continue;
@@ -187,7 +179,7 @@ pub fn plan(
                     "externalTrafficPolicy: Local: MetalLB announces only from nodes with a ready endpoint; \
                      Cilium L2 (before 1.20.2) may announce from a node without local endpoints, which then drops the traffic",
                 )
-                .about(item)
+                .about_item(svc.resource_ref.clone(), svc.file.clone())
                 .field("spec.externalTrafficPolicy")
                 .current("Local"),
             );
@@ -201,7 +193,7 @@ pub fn plan(
             add,
         });
     }
-    sharing(inv, items, version, &keys, &mut plans, results);
+    sharing(inv, version, &keys, &mut plans, results);
     plans
 }
 
@@ -209,7 +201,6 @@ pub fn plan(
 /// other namespaces, and ETP=Local members with different selectors need an explicit permit.
 fn sharing(
     inv: &Inventory,
-    items: &[Value],
     version: &CiliumVersion,
     keys: &CiliumKeys,
     plans: &mut [ServicePlan],
@@ -227,14 +218,14 @@ fn sharing(
             .map(|pi| &inv.services[plans[*pi].service])
             .collect();
         let namespaces: BTreeSet<&str> = svcs.iter().map(|s| s.namespace()).collect();
-        let first = &items[plans[members[0]].index];
+        let first = &inv.services[plans[members[0]].service];
         if members.len() > 1 {
             results.push(
                 KrmResult::warning(format!(
                     "sharing key {key:?} under L2: Cilium elects one announcing node per Service, not per IP, \
                      so the shared IP can be answered from two nodes (cilium/cilium#48419)"
                 ))
-                .about(first)
+                .about_item(first.resource_ref.clone(), first.file.clone())
                 .field("metadata.annotations")
                 .tag("sharingKey", key.as_str()),
             );
@@ -265,7 +256,7 @@ fn sharing(
                          share an IP; Cilium {version} refuses that and would give them different IPs \
                          ({PERMIT_DIFFERENT_PODS} needs Cilium 1.21+)"
                     ))
-                    .about(first)
+                    .about_item(first.resource_ref.clone(), first.file.clone())
                     .field("spec.selector")
                     .tag("sharingKey", key.as_str()),
                 );

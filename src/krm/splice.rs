@@ -1,0 +1,333 @@
+//! Patching an item's *text* with [`PatchOp`]s, for items whose tree the engine released (see
+//! [`super::io::Observer`]).
+//!
+//! Only the shape kpt and kustomize write is handled: block YAML, the item a `- ` entry at
+//! column 0 with its keys at column 2, `metadata` a block mapping whose `labels` and
+//! `annotations` are block mappings of one line per entry. Only ops on
+//! `metadata.{labels,annotations}.<key>` with single-line string values are applied. Anything else
+//! (comments, blank lines, tabs, flow or multi-line entries, quoted keys, other paths) gives
+//! `None`, and the engine parses the item again and patches the tree instead.
+//!
+//! The line scan finds keys by indentation. A scalar spanning lines could fool it, so the engine
+//! first checks the scan against the parsed tree while it still has it ([`layout_matches`]: the
+//! same top-level keys, `metadata` keys and label/annotation keys in the same order) and patches
+//! text only for items that passed. Lines the ops do not touch are kept byte for byte, as an
+//! unchanged item's text is.
+
+use serde_yaml::Value;
+
+use super::emit;
+use super::outcome::PatchOp;
+
+/// The metadata maps the text patch can edit.
+const MAPS: [&str; 2] = ["labels", "annotations"];
+
+/// Leading spaces.
+fn indent(line: &str) -> usize {
+    line.len() - line.trim_start_matches(' ').len()
+}
+
+/// `key: rest` or `key:` with a plain key: `(key, rest)`. `None` for anything else (quoted or
+/// complex keys, sequence entries, comments, lines without a `: ` separator).
+fn key_line(content: &str) -> Option<(&str, &str)> {
+    let first = content.chars().next()?;
+    if "-?:,[]{}#&*!|>'\"%@`".contains(first) {
+        return None;
+    }
+    let (key, rest) = match content.find(": ") {
+        Some(at) => (&content[..at], content[at + 2..].trim_start_matches(' ')),
+        None => (content.strip_suffix(':')?, ""),
+    };
+    if key.is_empty() || key.ends_with(' ') || key.contains(" #") || key.contains(':') {
+        return None;
+    }
+    Some((key, rest.trim_end_matches(' ')))
+}
+
+/// A value that ends on its own line (so the entry is exactly one line).
+fn single_line_value(rest: &str) -> bool {
+    match rest.chars().next() {
+        None => true,
+        Some('|' | '>' | '{' | '[' | '&' | '*' | '!') => false,
+        Some(q @ ('\'' | '"')) => {
+            let body = rest
+                .split(" #")
+                .next()
+                .unwrap_or(rest)
+                .trim_end_matches(' ');
+            // A closing `"` preceded by an odd number of backslashes is escaped.
+            let escapes = body[..body.len().saturating_sub(1)]
+                .bytes()
+                .rev()
+                .take_while(|b| *b == b'\\')
+                .count();
+            body.len() >= 2 && body.ends_with(q) && (q == '\'' || escapes % 2 == 0)
+        }
+        Some(_) => true,
+    }
+}
+
+/// The item's lines (content only) when the text has the kpt shape at all.
+fn lines(text: &str) -> Option<Vec<&str>> {
+    if text.contains(['\r', '\t']) || !text.starts_with("- ") {
+        return None;
+    }
+    Some(text.lines().collect())
+}
+
+/// Line positions of the metadata block and its editable maps.
+struct Meta {
+    /// Line of `metadata:`.
+    key: usize,
+    /// One past the block's last line.
+    end: usize,
+    /// Indentation of metadata's keys.
+    indent: usize,
+}
+
+/// A block map under metadata: its key line and its one-line entries `(line, key)`.
+struct MapAt<'t> {
+    key: usize,
+    entries: Vec<(usize, &'t str)>,
+    /// End of the entries (one past the last).
+    end: usize,
+}
+
+/// The content of line `i` seen at its column (the first line's `- ` is the entry indicator).
+fn content<'t>(lines: &[&'t str], i: usize) -> &'t str {
+    if i == 0 {
+        &lines[0][2..]
+    } else {
+        lines[i].trim_start_matches(' ')
+    }
+}
+
+/// Top-level keys (column 2) and the metadata block; `None` when the layout is not kpt's.
+fn top<'t>(lines: &[&'t str]) -> Option<(Vec<&'t str>, Option<Meta>)> {
+    let mut keys = Vec::new();
+    let mut meta: Option<Meta> = None;
+    for i in 0..lines.len() {
+        let line = lines[i];
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            if meta.as_ref().is_some_and(|m| m.end == i) {
+                return None; // blank or comment line inside metadata
+            }
+            continue;
+        }
+        let at = if i == 0 { 2 } else { indent(line) };
+        if i > 0 && at < 2 {
+            return None;
+        }
+        if at == 2 {
+            if let Some(m) = &mut meta
+                && m.end == i
+                && m.indent == 0
+            {
+                return None; // `metadata:` with nothing under it
+            }
+            let c = content(lines, i);
+            if c.starts_with("- ") || c == "-" {
+                continue; // compact sequence of the previous key
+            }
+            let (key, rest) = key_line(c)?;
+            keys.push(key);
+            if key == "metadata" {
+                if !rest.is_empty() {
+                    return None;
+                }
+                meta = Some(Meta {
+                    key: i,
+                    end: i + 1,
+                    indent: 0,
+                });
+            }
+        } else if let Some(m) = &mut meta
+            && m.end == i
+        {
+            if m.indent == 0 {
+                m.indent = at;
+            }
+            if at < m.indent {
+                return None;
+            }
+            m.end = i + 1;
+        }
+    }
+    if meta.as_ref().is_some_and(|m| m.indent == 0) {
+        return None;
+    }
+    Some((keys, meta))
+}
+
+/// Metadata's keys, and for each of [`MAPS`] present: `Some(entries)` when it is a block map of
+/// one-line entries with plain keys, `None` when it is there in another form.
+fn meta_keys<'t>(
+    lines: &[&'t str],
+    meta: &Meta,
+) -> Option<(Vec<&'t str>, Vec<(&'t str, Option<MapAt<'t>>)>)> {
+    let mut keys = Vec::new();
+    let mut maps = Vec::new();
+    let mut i = meta.key + 1;
+    while i < meta.end {
+        let line = lines[i];
+        if indent(line) != meta.indent {
+            i += 1;
+            continue;
+        }
+        let c = content(lines, i);
+        if c.starts_with("- ") || c == "-" {
+            i += 1;
+            continue;
+        }
+        let (key, rest) = key_line(c)?;
+        keys.push(key);
+        let mut end = i + 1;
+        while end < meta.end && indent(lines[end]) > meta.indent {
+            end += 1;
+        }
+        if MAPS.contains(&key) {
+            let map = rest.is_empty().then(|| map_at(lines, i, end)).flatten();
+            maps.push((key, map));
+        }
+        i = end;
+    }
+    Some((keys, maps))
+}
+
+/// The entries of the map whose key is on line `key` and whose lines run to `end`.
+fn map_at<'t>(lines: &[&'t str], key: usize, end: usize) -> Option<MapAt<'t>> {
+    let mut entries = Vec::new();
+    let entry_indent = lines.get(key + 1).map(|l| indent(l));
+    for (i, line) in lines.iter().enumerate().take(end).skip(key + 1) {
+        if Some(indent(line)) != entry_indent {
+            return None;
+        }
+        let (k, rest) = key_line(content(lines, i))?;
+        if !single_line_value(rest) {
+            return None;
+        }
+        entries.push((i, k));
+    }
+    Some(MapAt { key, entries, end })
+}
+
+/// True when the line scan sees exactly the structure of the parsed `item`: the same top-level
+/// keys, metadata keys, and label and annotation keys, in the same order. Items that fail are
+/// never patched as text.
+pub fn layout_matches(text: &str, item: &Value) -> bool {
+    let Some(lines) = lines(text) else {
+        return false;
+    };
+    let Some((keys, meta)) = top(&lines) else {
+        return false;
+    };
+    let Some(map) = item.as_mapping() else {
+        return false;
+    };
+    let same = |keys: &[&str], m: &serde_yaml::Mapping| {
+        keys.len() == m.len() && m.keys().zip(keys).all(|(a, b)| a.as_str() == Some(*b))
+    };
+    if !same(&keys, map) {
+        return false;
+    }
+    let Some(meta) = meta else {
+        return true;
+    };
+    let Some(tree) = map.get("metadata").and_then(Value::as_mapping) else {
+        return false;
+    };
+    let Some((keys, maps)) = meta_keys(&lines, &meta) else {
+        return false;
+    };
+    if !same(&keys, tree) {
+        return false;
+    }
+    maps.iter().all(|(name, at)| match at {
+        Some(at) => {
+            let keys: Vec<&str> = at.entries.iter().map(|(_, k)| *k).collect();
+            tree.get(*name)
+                .and_then(Value::as_mapping)
+                .is_some_and(|m| same(&keys, m))
+        }
+        // Present in another form: any op on it declines.
+        None => true,
+    })
+}
+
+/// `key: value` at `indent`, one line, as the emitter writes it.
+fn entry(key: &str, value: &str, indent: usize) -> String {
+    let mut m = serde_yaml::Mapping::new();
+    m.insert(Value::from(key), Value::from(value));
+    let mut out = " ".repeat(indent);
+    emit::emit_document(&mut out, &Value::Mapping(m));
+    out.pop(); // the newline
+    out
+}
+
+/// Applies `ops` to the item text (see the module docs), or `None` when it cannot. The text must
+/// have passed [`layout_matches`] against the item's tree.
+pub fn patch_text(text: &str, ops: &[PatchOp]) -> Option<String> {
+    let mut owned: Vec<String> = lines(text)?.into_iter().map(str::to_owned).collect();
+    for op in ops {
+        let (map_name, key) = match op.path() {
+            [m, map, key] if m == "metadata" && MAPS.contains(&map.as_str()) => {
+                (map.as_str(), key.as_str())
+            }
+            _ => return None,
+        };
+        let value = match op {
+            PatchOp::Set { value, .. } => Some(value.as_str().filter(|v| !v.contains('\n'))?),
+            PatchOp::Remove { .. } => None,
+        };
+        let view: Vec<&str> = owned.iter().map(String::as_str).collect();
+        let (_, meta) = top(&view)?;
+        let meta = meta?;
+        let (_, maps) = meta_keys(&view, &meta)?;
+        let found = maps.into_iter().find(|(name, _)| *name == map_name);
+        let edit: (usize, usize, Vec<String>) = match (found, value) {
+            // Map present in another form (`annotations: ~`, flow, multi-line entries).
+            (Some((_, None)), _) => return None,
+            (Some((_, Some(at))), value) => {
+                let hit = at
+                    .entries
+                    .iter()
+                    .find(|(_, k)| *k == key)
+                    .map(|(line, _)| *line);
+                let entry_indent = at
+                    .entries
+                    .first()
+                    .map_or(meta.indent + 2, |(l, _)| indent(view[*l]));
+                match (hit, value) {
+                    (Some(line), Some(v)) => (line, line + 1, vec![entry(key, v, entry_indent)]),
+                    (None, Some(v)) => (at.end, at.end, vec![entry(key, v, entry_indent)]),
+                    (Some(_), None) if at.entries.len() == 1 => {
+                        // The map becomes empty: `annotations: {}`, as the tree patch leaves it.
+                        let empty = format!("{}{map_name}: {{}}", " ".repeat(meta.indent));
+                        (at.key, at.end, vec![empty])
+                    }
+                    (Some(line), None) => (line, line + 1, Vec::new()),
+                    (None, None) => continue,
+                }
+            }
+            (None, Some(v)) => (
+                meta.end,
+                meta.end,
+                vec![
+                    format!("{}{map_name}:", " ".repeat(meta.indent)),
+                    entry(key, v, meta.indent + 2),
+                ],
+            ),
+            (None, None) => continue,
+        };
+        owned.splice(edit.0..edit.1, edit.2);
+    }
+    let mut out = String::with_capacity(text.len() + 128);
+    for line in &owned {
+        out.push_str(line);
+        out.push('\n');
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests;
