@@ -93,6 +93,10 @@ struct MapAt<'t> {
     end: usize,
 }
 
+/// One of [`MAPS`] under metadata: its name, and its entries when it is a block map of one-line
+/// entries.
+type NamedMap<'t> = (&'t str, Option<MapAt<'t>>);
+
 /// The content of line `i` seen at its column (the first line's `- ` is the entry indicator).
 fn content<'t>(lines: &[&'t str], i: usize) -> &'t str {
     if i == 0 {
@@ -161,10 +165,7 @@ fn top<'t>(lines: &[&'t str]) -> Option<(Vec<&'t str>, Option<Meta>)> {
 
 /// Metadata's keys, and for each of [`MAPS`] present: `Some(entries)` when it is a block map of
 /// one-line entries with plain keys, `None` when it is there in another form.
-fn meta_keys<'t>(
-    lines: &[&'t str],
-    meta: &Meta,
-) -> Option<(Vec<&'t str>, Vec<(&'t str, Option<MapAt<'t>>)>)> {
+fn meta_keys<'t>(lines: &[&'t str], meta: &Meta) -> Option<(Vec<&'t str>, Vec<NamedMap<'t>>)> {
     let mut keys = Vec::new();
     let mut maps = Vec::new();
     let mut i = meta.key + 1;
