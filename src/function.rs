@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::krm::{self, KrmResult, apply, splice};
+use crate::krm::{self, KrmResult, apply};
 use crate::modes;
 
 /// What a run produced: bytes for stdout, text for stderr and the exit code.
@@ -64,8 +64,8 @@ fn process_inner(input: &[u8]) -> Output {
     // Replaced and removed input items, and edits not applied: freed after the output is written.
     let mut dropped = Vec::new();
     let mut unapplied = Vec::new();
-    // New text of released items patched as text, by input index.
-    let mut patched_text = HashMap::new();
+    // Patches of released items, applied to their text while writing, by input index.
+    let mut text_patches: HashMap<usize, Vec<krm::PatchOp>> = HashMap::new();
     if !results.iter().any(KrmResult::is_error) {
         let spans = list.item_spans.as_deref();
         let released = &mut list.released;
@@ -75,14 +75,14 @@ fn process_inner(input: &[u8]) -> Output {
             released,
             &mut items,
             outcome.edits,
-            &mut patched_text,
+            &mut text_patches,
         )
         .and_then(|edits| apply::apply_into(&mut items, edits, released, &mut dropped));
         match applied {
             Ok(o) => origins = o,
             // `apply` checks everything before it touches the items: they are still the input.
             Err(e) => {
-                patched_text.clear();
+                text_patches.clear();
                 results.push(e);
             }
         }
@@ -90,14 +90,17 @@ fn process_inner(input: &[u8]) -> Output {
         unapplied = outcome.edits;
     }
     // Unchanged items are copied from the input text when its layout allows (see io::parse),
-    // released items patched as text from their new text.
-    let verbatim: Vec<Option<&str>> = match &list.item_spans {
+    // released items patched as text while they are written.
+    let sources: Vec<Option<krm::io::Source>> = match &list.item_spans {
         Some(spans) => origins
             .iter()
             .map(|o| {
-                o.map(|i| match patched_text.get(&i) {
-                    Some(new) => new.as_str(),
-                    None => &text[spans[i].clone()],
+                o.map(|i| {
+                    let item_text = &text[spans[i].clone()];
+                    match text_patches.get(&i) {
+                        Some(ops) => krm::io::Source::Patch(item_text, ops),
+                        None => krm::io::Source::Copy(item_text),
+                    }
                 })
             })
             .collect(),
@@ -114,9 +117,9 @@ fn process_inner(input: &[u8]) -> Output {
     for r in results.iter().filter(|r| r.is_error()) {
         stderr.push_str(&format!("cutover: {r}\n"));
     }
-    let written = krm::io::write(&items, &verbatim, fc, &list.results, &results);
-    drop(verbatim);
-    free_in_background((list, items, results, dropped, unapplied, patched_text));
+    let written = krm::io::write_from(&items, &sources, fc, &list.results, &results);
+    drop(sources);
+    free_in_background((list, items, results, dropped, unapplied, text_patches));
     match written {
         Ok(stdout) => Output {
             stdout,
@@ -131,17 +134,18 @@ fn process_inner(input: &[u8]) -> Output {
     }
 }
 
-/// Edits of items whose trees the parse released: a patch is applied to the item's text when
-/// [`splice`] can (the new text goes to `patched_text` and the edit is done); otherwise the item
-/// is parsed again from its text and the edit goes to [`apply`] like any other. Other edits pass
-/// through (replacing or removing an item needs no tree).
+/// Edits of items whose trees the parse released: a patch of an item whose text passed the
+/// layout check and that cannot move its file goes to `text_patches`, applied to the text while
+/// writing (see [`krm::io::Source::Patch`]); otherwise the item is parsed again from its text and
+/// the edit goes to [`apply`] like any other. Other edits pass through (replacing or removing an
+/// item needs no tree).
 fn edits_on_released(
     text: &str,
     spans: Option<&[std::ops::Range<usize>]>,
     released: &mut std::collections::BTreeMap<usize, krm::io::Released>,
     items: &mut [serde_yaml::Value],
     edits: Vec<krm::Edit>,
-    patched_text: &mut HashMap<usize, String>,
+    text_patches: &mut HashMap<usize, Vec<krm::PatchOp>>,
 ) -> Result<Vec<krm::Edit>, KrmResult> {
     if released.is_empty() {
         return Ok(edits);
@@ -156,16 +160,13 @@ fn edits_on_released(
         if let krm::Edit::Patch { index, ops } = &edit
             && let Some(r) = released.get(index)
         {
-            let span = spans[*index].clone();
-            let as_text = r.text_patchable && !ops.iter().any(apply::may_move_file);
-            if let Some(new) = as_text
-                .then(|| splice::patch_text(&text[span.clone()], ops))
-                .flatten()
-            {
-                patched_text.insert(*index, new);
+            if r.text_patchable && !ops.iter().any(apply::may_move_file) {
+                if let krm::Edit::Patch { index, ops } = edit {
+                    text_patches.insert(index, ops);
+                }
                 continue;
             }
-            items[*index] = krm::io::parse_item(text, span).ok_or_else(|| {
+            items[*index] = krm::io::parse_item(text, spans[*index].clone()).ok_or_else(|| {
                 KrmResult::error(format!("internal error: item {index} does not parse again"))
             })?;
             released.remove(index);

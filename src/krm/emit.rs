@@ -101,6 +101,17 @@ fn emit_block_body(out: &mut String, v: &Value, indent: usize) {
     }
 }
 
+/// Appends the single-line mapping entry `key: value` (both strings without newlines) at
+/// `indent`, exactly as the mapping emitter writes it, followed by a newline.
+pub fn emit_string_pair(out: &mut String, key: &str, value: &str, indent: usize) {
+    debug_assert!(!key.contains('\n') && !value.contains('\n'));
+    pad(out, indent);
+    emit_string(out, key, 0);
+    out.push_str(": ");
+    emit_string(out, value, indent);
+    out.push('\n');
+}
+
 fn emit_key(out: &mut String, key: &Value, indent: usize) {
     match key {
         Value::String(s) if !s.contains('\n') => emit_string(out, s, 0),

@@ -454,6 +454,17 @@ fn from_value(doc: Value) -> Result<ResourceList, InputError> {
     })
 }
 
+/// Where an output item's text comes from when it is not emitted from its tree.
+#[derive(Debug, Clone, Copy)]
+pub enum Source<'a> {
+    /// The input text, copied as it is (unchanged items).
+    Copy(&'a str),
+    /// The input text with patch operations applied as text ([`super::splice`]), for released
+    /// items. Patched while writing, so no second copy of every patched item is held; when the
+    /// text patch declines, the item is parsed again from the text and emitted.
+    Patch(&'a str, &'a [super::outcome::PatchOp]),
+}
+
 /// Serializes an output ResourceList: the given items, the input's function config, the input's
 /// results followed by the new ones. Written with [`super::emit`] (see there for why not
 /// `serde_yaml::to_writer`). `verbatim`, when not empty, holds for each item the exact input
@@ -465,13 +476,30 @@ pub fn write(
     kept_results: &[Value],
     new_results: &[KrmResult],
 ) -> Result<Vec<u8>, serde_yaml::Error> {
+    let sources: Vec<Option<Source>> = verbatim.iter().map(|v| v.map(Source::Copy)).collect();
+    write_from(items, &sources, function_config, kept_results, new_results)
+}
+
+/// [`write`] with each item's [`Source`]: `sources[i]`, when given, replaces emitting `items[i]`.
+pub fn write_from(
+    items: &[Value],
+    sources: &[Option<Source>],
+    function_config: Option<&Value>,
+    kept_results: &[Value],
+    new_results: &[KrmResult],
+) -> Result<Vec<u8>, serde_yaml::Error> {
     // Size the buffer once: copied items by their text, emitted items and results generously
     // (pages never written are never touched, so over-reserving costs no memory; growing a
     // 100 MB buffer by doubling costs copies and page faults).
-    let copied: usize = verbatim.iter().flatten().map(|text| text.len() + 1).sum();
-    let emitted = items
-        .len()
-        .saturating_sub(verbatim.iter().flatten().count());
+    let copied: usize = sources
+        .iter()
+        .flatten()
+        .map(|s| match s {
+            Source::Copy(text) => text.len() + 1,
+            Source::Patch(text, _) => text.len() + 256,
+        })
+        .sum();
+    let emitted = items.len().saturating_sub(sources.iter().flatten().count());
     let capacity = copied + emitted * 1536 + (kept_results.len() + new_results.len()) * 640 + 4096;
     let mut out = String::with_capacity(capacity);
     out.push_str("apiVersion: ");
@@ -482,11 +510,24 @@ pub fn write(
     } else {
         out.push_str("items:\n");
         for (i, item) in items.iter().enumerate() {
-            match verbatim.get(i).copied().flatten() {
-                Some(text) => {
+            match sources.get(i).copied().flatten() {
+                Some(Source::Copy(text)) => {
                     out.push_str(text);
                     if !text.ends_with('\n') {
                         out.push('\n');
+                    }
+                }
+                Some(Source::Patch(text, ops)) => {
+                    if !super::splice::patch_text_into(&mut out, text, ops) {
+                        let mut tree = parse_item(text, 0..text.len()).ok_or_else(|| {
+                            <serde_yaml::Error as serde::de::Error>::custom(format!(
+                                "item {i} does not parse again"
+                            ))
+                        })?;
+                        for op in ops {
+                            op.apply_to(&mut tree);
+                        }
+                        emit::emit_entry(&mut out, &tree, 0);
                     }
                 }
                 None => emit::emit_entry(&mut out, item, 0),

@@ -14,6 +14,8 @@
 //! text only for items that passed. Lines the ops do not touch are kept byte for byte, as an
 //! unchanged item's text is.
 
+use std::borrow::Cow;
+
 use serde_yaml::Value;
 
 use super::emit;
@@ -255,12 +257,25 @@ pub fn layout_matches(text: &str, item: &Value) -> bool {
     })
 }
 
+/// An entry of a map being patched: its key and its line (without newline), from the input or
+/// newly emitted.
+type Entry<'t> = (Cow<'t, str>, Cow<'t, str>);
+
+/// One of [`MAPS`] as the ops leave it.
+struct Model<'t> {
+    name: &'t str,
+    /// Where it is in the input: the key line and one past its last entry; `None` when the ops
+    /// create it.
+    at: Option<(usize, usize)>,
+    /// Indentation of its entries.
+    indent: usize,
+    entries: Vec<Entry<'t>>,
+}
+
 /// `key: value` at `indent`, one line, as the emitter writes it.
 fn entry(key: &str, value: &str, indent: usize) -> String {
-    let mut m = serde_yaml::Mapping::new();
-    m.insert(Value::from(key), Value::from(value));
-    let mut out = " ".repeat(indent);
-    emit::emit_document(&mut out, &Value::Mapping(m));
+    let mut out = String::with_capacity(indent + key.len() + value.len() + 8);
+    emit::emit_string_pair(&mut out, key, value, indent);
     out.pop(); // the newline
     out
 }
@@ -268,9 +283,56 @@ fn entry(key: &str, value: &str, indent: usize) -> String {
 /// Applies `ops` to the item text (see the module docs), or `None` when it cannot. The text must
 /// have passed [`layout_matches`] against the item's tree.
 pub fn patch_text(text: &str, ops: &[PatchOp]) -> Option<String> {
-    let mut owned: Vec<String> = lines(text)?.into_iter().map(str::to_owned).collect();
+    let mut out = String::with_capacity(text.len() + 256);
+    patch_text_into(&mut out, text, ops).then_some(out)
+}
+
+/// [`patch_text`] appending to `out`; false (and `out` unchanged) when it cannot.
+pub fn patch_text_into(out: &mut String, text: &str, ops: &[PatchOp]) -> bool {
+    let start = out.len();
+    let done = patch(out, text, ops).is_some();
+    if !done {
+        out.truncate(start);
+    }
+    done
+}
+
+fn patch(out: &mut String, text: &str, ops: &[PatchOp]) -> Option<()> {
+    let lines = lines(text)?;
+    let (_, meta) = top(&lines)?;
+    let meta = meta?;
+    let (_, maps) = meta_keys(&lines, &meta)?;
+    let mut models: Vec<Model> = Vec::with_capacity(2);
+    for (name, at) in maps {
+        // A map present in another form (`annotations: ~`, flow, multi-line entries) is left to
+        // the tree patch, but only if an op touches it.
+        let Some(at) = at else {
+            if ops
+                .iter()
+                .any(|op| op.path().get(1).map(String::as_str) == Some(name))
+            {
+                return None;
+            }
+            continue;
+        };
+        let indent = at
+            .entries
+            .first()
+            .map_or(meta.indent + 2, |(l, _)| indent(lines[*l]));
+        let entries = at
+            .entries
+            .iter()
+            .map(|(l, k)| (Cow::Borrowed(*k), Cow::Borrowed(lines[*l])))
+            .collect();
+        models.push(Model {
+            name,
+            at: Some((at.key, at.end)),
+            indent,
+            entries,
+        });
+    }
     for op in ops {
-        let (map_name, key) = match op.path() {
+        let (name, key) = match op.path() {
             [m, map, key] if m == "metadata" && MAPS.contains(&map.as_str()) => {
                 (map.as_str(), key.as_str())
             }
@@ -280,54 +342,77 @@ pub fn patch_text(text: &str, ops: &[PatchOp]) -> Option<String> {
             PatchOp::Set { value, .. } => Some(value.as_str().filter(|v| !v.contains('\n'))?),
             PatchOp::Remove { .. } => None,
         };
-        let view: Vec<&str> = owned.iter().map(String::as_str).collect();
-        let (_, meta) = top(&view)?;
-        let meta = meta?;
-        let (_, maps) = meta_keys(&view, &meta)?;
-        let found = maps.into_iter().find(|(name, _)| *name == map_name);
-        let edit: (usize, usize, Vec<String>) = match (found, value) {
-            // Map present in another form (`annotations: ~`, flow, multi-line entries).
-            (Some((_, None)), _) => return None,
-            (Some((_, Some(at))), value) => {
-                let hit = at
-                    .entries
-                    .iter()
-                    .find(|(_, k)| *k == key)
-                    .map(|(line, _)| *line);
-                let entry_indent = at
-                    .entries
-                    .first()
-                    .map_or(meta.indent + 2, |(l, _)| indent(view[*l]));
-                match (hit, value) {
-                    (Some(line), Some(v)) => (line, line + 1, vec![entry(key, v, entry_indent)]),
-                    (None, Some(v)) => (at.end, at.end, vec![entry(key, v, entry_indent)]),
-                    (Some(_), None) if at.entries.len() == 1 => {
-                        // The map becomes empty: `annotations: {}`, as the tree patch leaves it.
-                        let empty = format!("{}{map_name}: {{}}", " ".repeat(meta.indent));
-                        (at.key, at.end, vec![empty])
-                    }
-                    (Some(line), None) => (line, line + 1, Vec::new()),
-                    (None, None) => continue,
-                }
-            }
-            (None, Some(v)) => (
-                meta.end,
-                meta.end,
-                vec![
-                    format!("{}{map_name}:", " ".repeat(meta.indent)),
-                    entry(key, v, meta.indent + 2),
-                ],
-            ),
+        let model = match (models.iter().position(|m| m.name == name), value) {
+            (Some(i), _) => &mut models[i],
             (None, None) => continue,
+            // A new map goes last in metadata, as the tree patch adds the key.
+            (None, Some(_)) => {
+                let name = MAPS.iter().copied().find(|m| *m == name)?;
+                models.push(Model {
+                    name,
+                    at: None,
+                    indent: meta.indent + 2,
+                    entries: Vec::new(),
+                });
+                models.last_mut()?
+            }
         };
-        owned.splice(edit.0..edit.1, edit.2);
+        let hit = model.entries.iter().position(|(k, _)| k == key);
+        match (hit, value) {
+            (Some(i), Some(v)) => model.entries[i].1 = Cow::Owned(entry(key, v, model.indent)),
+            (None, Some(v)) => model.entries.push((
+                Cow::Owned(key.to_owned()),
+                Cow::Owned(entry(key, v, model.indent)),
+            )),
+            (Some(i), None) => {
+                model.entries.remove(i);
+            }
+            (None, None) => {}
+        }
     }
-    let mut out = String::with_capacity(text.len() + 128);
-    for line in &owned {
+    let push = |out: &mut String, line: &str| {
         out.push_str(line);
         out.push('\n');
+    };
+    let write_map = |out: &mut String, m: &Model| {
+        let pad = " ".repeat(meta.indent);
+        if m.entries.is_empty() {
+            // Emptied (or never filled) by the ops: `annotations: {}`, as the tree patch leaves it.
+            push(out, &format!("{pad}{}: {{}}", m.name));
+        } else {
+            push(out, &format!("{pad}{}:", m.name));
+            for (_, line) in &m.entries {
+                push(out, line);
+            }
+        }
+    };
+    let mut i = 0;
+    while i < lines.len() {
+        if i == meta.end {
+            for m in models.iter().filter(|m| m.at.is_none()) {
+                write_map(out, m);
+            }
+        }
+        match models
+            .iter()
+            .find(|m| m.at.is_some_and(|(key, _)| key == i))
+        {
+            Some(m) => {
+                write_map(out, m);
+                i = m.at.map_or(i + 1, |(_, end)| end);
+            }
+            None => {
+                push(out, lines[i]);
+                i += 1;
+            }
+        }
     }
-    Some(out)
+    if meta.end == lines.len() {
+        for m in models.iter().filter(|m| m.at.is_none()) {
+            write_map(out, m);
+        }
+    }
+    Some(())
 }
 
 #[cfg(test)]

@@ -4,12 +4,12 @@
 //! generated YAML, policies likewise, the Service's labels after the rewrite), and compares.
 //! Any Service that would lose its IP or change announcing nodes/interfaces is an error.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use serde_yaml::Value;
 
 use super::cilium::{IpPool, L2Policy, SVC_NAME_LABEL, SVC_NAMESPACE_LABEL, interface_from_regex};
-use super::inputs::{Inventory, LbService, Pool};
+use super::inputs::{AboutService, Inventory, LbService, Pool};
 use super::ipam::{CiliumBlock, parse_ip};
 use super::policies::advertised_pools;
 use super::selector::{self, Labels, canonical};
@@ -90,32 +90,51 @@ pub fn prove(
             advertised_pools(ad, inv, &items[ad.index], &mut sink).map(|set| (set, ad))
         })
         .collect();
-    let before_for = |pool: &str, labels: &Labels| -> BTreeSet<Announcement> {
-        let mut set = BTreeSet::new();
-        for (pools, ad) in &covered {
-            if !pools.contains(pool) {
-                continue;
-            }
-            if !ad.spec.service_selectors.is_empty()
-                && !ad
-                    .spec
-                    .service_selectors
-                    .iter()
-                    .any(|s| selector::matches(s, labels))
-            {
-                continue;
-            }
-            let ifs = (!ad.spec.interfaces.is_empty())
+    // What each advertisement announces (computed once; a Service only decides which apply).
+    let covered_ann: Vec<BTreeSet<Announcement>> = covered
+        .iter()
+        .map(|(_, ad)| {
+            let ifs: Option<BTreeSet<String>> = (!ad.spec.interfaces.is_empty())
                 .then(|| ad.spec.interfaces.iter().cloned().collect());
             if ad.spec.node_selectors.is_empty() {
-                set.insert((canonical(None), ifs));
+                BTreeSet::from([(canonical(None), ifs)])
             } else {
-                for ns in &ad.spec.node_selectors {
-                    set.insert((canonical(Some(ns)), ifs.clone()));
-                }
+                ad.spec
+                    .node_selectors
+                    .iter()
+                    .map(|ns| (canonical(Some(ns)), ifs.clone()))
+                    .collect()
             }
-        }
-        set
+        })
+        .collect();
+    // MetalLB's announcements of `pool` for a Service with `labels`: the union over the
+    // advertisements covering the pool whose service selectors admit the Service. Services mostly
+    // share a handful of such combinations, so the sets are built once per combination.
+    let mut before_cache: HashMap<(String, Vec<usize>), BTreeSet<Announcement>> = HashMap::new();
+    let mut before_for = |pool: &str, labels: &Labels| -> BTreeSet<Announcement> {
+        let applying: Vec<usize> = covered
+            .iter()
+            .enumerate()
+            .filter(|(_, (pools, ad))| {
+                pools.contains(pool)
+                    && (ad.spec.service_selectors.is_empty()
+                        || ad
+                            .spec
+                            .service_selectors
+                            .iter()
+                            .any(|s| selector::matches(s, labels)))
+            })
+            .map(|(i, _)| i)
+            .collect();
+        before_cache
+            .entry((pool.to_owned(), applying))
+            .or_insert_with_key(|(_, applying)| {
+                applying
+                    .iter()
+                    .flat_map(|&i| covered_ann[i].iter().cloned())
+                    .collect()
+            })
+            .clone()
     };
     // Cilium side, read back from the emitted objects.
     let cilium_pools: Vec<(&IpPool, Vec<CiliumBlock>)> = pools
@@ -137,6 +156,20 @@ pub fn prove(
             (p, blocks)
         })
         .collect();
+    // What each policy that announces LoadBalancer IPs announces (computed once).
+    let policy_ann: Vec<(&L2Policy, Announcement)> = policies
+        .iter()
+        .filter(|p| p.spec.load_balancer_ips)
+        .map(|p| {
+            let ifs = p.spec.interfaces.as_ref().map(|list| {
+                list.iter()
+                    .map(|re| interface_from_regex(re).unwrap_or_else(|| re.clone()))
+                    .collect()
+            });
+            (p, (canonical(p.spec.node_selector.as_ref()), ifs))
+        })
+        .collect();
+    let mut after_cache: HashMap<Vec<usize>, BTreeSet<Announcement>> = HashMap::new();
     let mut ok = 0usize;
     let mut lines = 0usize;
     for plan in plans {
@@ -226,24 +259,26 @@ pub fn prove(
             plan.pool.iter().cloned().collect()
         };
         // 3. Announcements: same node selectors and interfaces.
-        let after_ann: BTreeSet<Announcement> = policies
+        let selecting_policies: Vec<usize> = policy_ann
             .iter()
-            .filter(|p| {
-                p.spec.load_balancer_ips
-                    && p.spec
-                        .service_selector
-                        .as_ref()
-                        .is_none_or(|s| selector::matches(s, &labels))
+            .enumerate()
+            .filter(|(_, (p, _))| {
+                p.spec
+                    .service_selector
+                    .as_ref()
+                    .is_none_or(|s| selector::matches(s, &labels))
             })
-            .map(|p| {
-                let ifs = p.spec.interfaces.as_ref().map(|list| {
-                    list.iter()
-                        .map(|re| interface_from_regex(re).unwrap_or_else(|| re.clone()))
-                        .collect()
-                });
-                (canonical(p.spec.node_selector.as_ref()), ifs)
-            })
+            .map(|(i, _)| i)
             .collect();
+        let after_ann = after_cache
+            .entry(selecting_policies)
+            .or_insert_with_key(|selecting| {
+                selecting
+                    .iter()
+                    .map(|&i| policy_ann[i].1.clone())
+                    .collect()
+            })
+            .clone();
         let mut before_ann = BTreeSet::new();
         for pool in &candidate_pools {
             let b = before_for(pool, &before_labels);
@@ -281,7 +316,7 @@ pub fn prove(
                     plan_name(svc),
                     errors.join("; ")
                 ))
-                .about_item(svc.resource_ref.clone(), svc.file.clone())
+                .about_svc(svc)
                 .field("metadata")
                 .tag("check", "coverage"),
             );
@@ -293,7 +328,7 @@ pub fn prove(
                     "coverage: {} ({ips}, pool {pool_text}) is announced by no L2Advertisement today and by no policy after",
                     plan_name(svc)
                 ))
-                .about_item(svc.resource_ref.clone(), svc.file.clone())
+                .about_svc(svc)
                 .tag("check", "coverage"),
             );
             continue;
@@ -315,7 +350,7 @@ pub fn prove(
                         describe(&after_ann)
                     )
                 })
-                .about_item(svc.resource_ref.clone(), svc.file.clone())
+                .about_svc(svc)
                 .tag("check", "coverage"),
             );
         }

@@ -150,11 +150,12 @@ impl<'a> Cutover<'a> {
         let mut rewritten = 0usize;
         for plan in &plans {
             let svc = &self.inv.services[plan.service];
-            if let Some(ops) = services::patch(&svc.meta, plan, self.phase, &pool_label) {
+            let meta = svc.meta();
+            if let Some(ops) = services::patch(&meta, plan, self.phase, &pool_label) {
                 rewritten += 1;
                 if rewritten <= coverage::MAX_SERVICE_LINES {
                     self.results.push(svc.about(service_change(
-                        &svc.meta,
+                        &meta,
                         &ops,
                         self.phase,
                         &pool_label,
@@ -175,11 +176,7 @@ impl<'a> Cutover<'a> {
         let after = |plan: &services::ServicePlan| {
             let svc = &inv.services[plan.service];
             match (patched.get(&plan.index), changed.get(&plan.index)) {
-                (Some(ops), _) => super::selector::labels_of(&services::patched_metadata(
-                    &svc.meta,
-                    &["labels"],
-                    ops,
-                )),
+                (Some(ops), _) => services::labels_after(svc, ops),
                 (None, Some(Some(v))) => super::selector::labels_of(v),
                 _ => svc.labels(),
             }

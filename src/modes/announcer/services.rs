@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_yaml::{Mapping, Value};
 
 use super::config::Phase;
-use super::inputs::{Inventory, LbService, METALLB_CLASS};
+use super::inputs::{AboutService, Inventory, LbService, METALLB_CLASS};
 use super::ipam::parse_ip;
 use super::version::CiliumVersion;
 use crate::krm::{KrmResult, PatchOp};
@@ -71,8 +71,7 @@ pub struct ServicePlan {
 /// A MetalLB annotation by suffix: the current key first, then the deprecated one (as MetalLB
 /// reads them). Returns the key found and its value.
 pub fn metallb_annotation<'a>(svc: &'a LbService, suffix: &str) -> Option<&'a str> {
-    svc.annotation(&format!("{METALLB_PREFIX}{suffix}"))
-        .or_else(|| svc.annotation(&format!("{METALLB_OLD_PREFIX}{suffix}")))
+    svc.metallb_annotation(suffix)
 }
 
 /// True for Services MetalLB serves (type LoadBalancer, no class or MetalLB's).
@@ -109,22 +108,22 @@ pub fn plan(
                      delete the Service and recreate it without loadBalancerClass (pin its IP with \
                      metallb.io/loadBalancerIPs first so it keeps the address), then run cutover again"
                 ))
-                .about_item(svc.resource_ref.clone(), svc.file.clone())
+                .about_svc(svc)
                 .field("spec.loadBalancerClass")
                 .current(METALLB_CLASS),
             );
             continue;
         }
-        if let Some(proxy) = svc.labels().get(SERVICE_PROXY_NAME) {
+        if let Some(proxy) = svc.label(SERVICE_PROXY_NAME) {
             results.push(
                 KrmResult::error(format!(
                     "{SERVICE_PROXY_NAME}={proxy}: Cilium (its own proxy name empty) filters such Services out of \
                      what LB-IPAM and the L2 announcer see, so the IP would be neither kept nor announced \
                      (cozystack's cozy-proxy VM Services); move them to another announcer first"
                 ))
-                .about_item(svc.resource_ref.clone(), svc.file.clone())
+                .about_svc(svc)
                 .field(format!("metadata.labels.{SERVICE_PROXY_NAME}"))
-                .current(proxy.as_str()),
+                .current(proxy),
             );
             continue;
         }
@@ -142,7 +141,7 @@ pub fn plan(
                         KrmResult::error(format!(
                             "address-pool names pool {name:?}, which is not among the items: cannot tell which Cilium pool should serve the Service"
                         ))
-                        .about_item(svc.resource_ref.clone(), svc.file.clone())
+                        .about_svc(svc)
                         .field("metadata.annotations"),
                     );
                     continue;
@@ -179,7 +178,7 @@ pub fn plan(
                     "externalTrafficPolicy: Local: MetalLB announces only from nodes with a ready endpoint; \
                      Cilium L2 (before 1.20.2) may announce from a node without local endpoints, which then drops the traffic",
                 )
-                .about_item(svc.resource_ref.clone(), svc.file.clone())
+                .about_svc(svc)
                 .field("spec.externalTrafficPolicy")
                 .current("Local"),
             );
@@ -225,7 +224,7 @@ fn sharing(
                     "sharing key {key:?} under L2: Cilium elects one announcing node per Service, not per IP, \
                      so the shared IP can be answered from two nodes (cilium/cilium#48419)"
                 ))
-                .about_item(first.resource_ref.clone(), first.file.clone())
+                .about_svc(first)
                 .field("metadata.annotations")
                 .tag("sharingKey", key.as_str()),
             );
@@ -256,7 +255,7 @@ fn sharing(
                          share an IP; Cilium {version} refuses that and would give them different IPs \
                          ({PERMIT_DIFFERENT_PODS} needs Cilium 1.21+)"
                     ))
-                    .about_item(first.resource_ref.clone(), first.file.clone())
+                    .about_svc(first)
                     .field("spec.selector")
                     .tag("sharingKey", key.as_str()),
                 );
@@ -339,6 +338,27 @@ pub fn patch(
         });
     }
     Some(ops)
+}
+
+/// The Service's labels after `ops` (string values, as [`super::selector::labels_of`] reads
+/// them from the patched item).
+pub fn labels_after(svc: &LbService, ops: &[PatchOp]) -> super::selector::Labels {
+    let mut labels = svc.labels();
+    for op in ops {
+        if let [m, l, key] = op.path()
+            && m == "metadata"
+            && l == "labels"
+        {
+            match op {
+                PatchOp::Set { value, .. } => match value.as_str() {
+                    Some(v) => labels.insert(key.clone(), v.to_owned()),
+                    None => labels.remove(key),
+                },
+                PatchOp::Remove { .. } => labels.remove(key),
+            };
+        }
+    }
+    labels
 }
 
 /// The item's `metadata` with only the given keys, after `ops`: what a patched item's labels or
