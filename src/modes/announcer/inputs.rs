@@ -133,7 +133,7 @@ pub struct LbService {
     /// `spec.externalTrafficPolicy == Local`.
     etp_local: bool,
     /// `spec.selector`.
-    selector: Option<BTreeMap<String, String>>,
+    selector: Option<Pairs>,
     /// IPs in `status.loadBalancer.ingress`.
     ingress: Box<[Box<str>]>,
     /// `spec.loadBalancerIP`, when not empty.
@@ -203,7 +203,7 @@ impl LbService {
             file,
             class: spec.load_balancer_class.map(Into::into),
             etp_local: spec.external_traffic_policy.as_deref() == Some("Local"),
-            selector: spec.selector,
+            selector: spec.selector.as_ref().map(|s| pairs(s)),
             ingress: svc
                 .status
                 .and_then(|s| s.load_balancer)
@@ -319,9 +319,9 @@ impl LbService {
     pub fn etp_local(&self) -> bool {
         self.etp_local
     }
-    /// `spec.selector`, for sharing compatibility.
-    pub fn selector(&self) -> Option<&BTreeMap<String, String>> {
-        self.selector.as_ref()
+    /// `spec.selector` (sorted by key), for sharing compatibility.
+    pub fn selector(&self) -> Option<&[(Box<str>, Box<str>)]> {
+        self.selector.as_deref()
     }
     /// IPs in `status.loadBalancer.ingress`.
     pub fn ingress_ips(&self) -> Vec<String> {
