@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::krm::{self, KrmResult, apply};
+use crate::krm::{self, KrmResult, apply, splice};
 use crate::modes;
 
 /// What a run produced: bytes for stdout, text for stderr and the exit code.
@@ -18,29 +18,68 @@ pub struct Output {
     pub exit_code: i32,
 }
 
-/// Runs the function on one serialized ResourceList.
+/// What a run reports besides its stdout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// Diagnostics for humans.
+    pub stderr: String,
+    /// 0 without error results, 1 with.
+    pub exit_code: i32,
+}
+
+/// Runs the function on one serialized ResourceList, buffering the output.
 pub fn process(input: &[u8]) -> Output {
-    match catch_unwind(AssertUnwindSafe(|| process_inner(input))) {
-        Ok(output) => output,
-        Err(_) => Output {
-            stdout: Vec::new(),
-            stderr: "cutover: internal error (panic); no output written\n".into(),
-            exit_code: 1,
-        },
+    let mut stdout = Vec::new();
+    let report = match catch_unwind(AssertUnwindSafe(|| process_inner(input, &mut stdout))) {
+        Ok(Ok(report)) => report,
+        // A Vec takes every byte; kept for completeness.
+        Ok(Err(e)) => {
+            stdout.clear();
+            Report {
+                stderr: format!("cutover: cannot write output: {e}\n"),
+                exit_code: 1,
+            }
+        }
+        Err(_) => {
+            stdout.clear();
+            Report {
+                stderr: "cutover: internal error (panic); no output written\n".into(),
+                exit_code: 1,
+            }
+        }
+    };
+    Output {
+        stdout,
+        stderr: report.stderr,
+        exit_code: report.exit_code,
     }
 }
 
-fn process_inner(input: &[u8]) -> Output {
+/// Runs the function on one serialized ResourceList and writes the output ResourceList to
+/// `stdout` as it is produced, so the output is never held whole in memory. Every decision,
+/// check and fallible serialization happens before the first byte is written: `stdout` gets a
+/// complete ResourceList or nothing, unless `stdout` itself fails (the `Err`) or the code panics
+/// while writing (a bug; reported, as every panic, as an internal error).
+pub fn process_to(input: &[u8], stdout: &mut dyn std::io::Write) -> std::io::Result<Report> {
+    match catch_unwind(AssertUnwindSafe(|| process_inner(input, stdout))) {
+        Ok(report) => report,
+        Err(_) => Ok(Report {
+            stderr: "cutover: internal error (panic)\n".into(),
+            exit_code: 1,
+        }),
+    }
+}
+
+fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result<Report> {
     let parsed = krm::io::text(input)
         .and_then(|text| Ok((text, krm::io::parse_text_observed(text, modes::prepare)?)));
     let (text, (mut list, prepared)) = match parsed {
         Ok(parsed) => parsed,
         Err(e) => {
-            return Output {
-                stdout: Vec::new(),
+            return Ok(Report {
                 stderr: format!("cutover: {e}\n"),
                 exit_code: 1,
-            };
+            });
         }
     };
     let fc = list.function_config.as_ref();
@@ -117,25 +156,25 @@ fn process_inner(input: &[u8]) -> Output {
     for r in results.iter().filter(|r| r.is_error()) {
         stderr.push_str(&format!("cutover: {r}\n"));
     }
-    let written = krm::io::write_from(&items, &sources, fc, &list.results, &results);
+    let written = krm::io::write_to(sink, &items, &sources, fc, &list.results, &results);
     drop(sources);
     free_in_background((list, items, results, dropped, unapplied, text_patches));
     match written {
-        Ok(stdout) => Output {
-            stdout,
+        Ok(()) => Ok(Report {
             stderr,
             exit_code: i32::from(failed),
-        },
-        Err(e) => Output {
-            stdout: Vec::new(),
+        }),
+        // Serialization is done before anything is written: the sink has nothing.
+        Err(krm::io::WriteError::Serialize(e)) => Ok(Report {
             stderr: format!("{stderr}cutover: cannot serialize output: {e}\n"),
             exit_code: 1,
-        },
+        }),
+        Err(krm::io::WriteError::Io(e)) => Err(e),
     }
 }
 
-/// Edits of items whose trees the parse released: a patch of an item whose text passed the
-/// layout check and that cannot move its file goes to `text_patches`, applied to the text while
+/// Edits of items whose trees the parse released: a patch the item's text can take
+/// ([`splice::can_patch`]) and that cannot move its file goes to `text_patches`, applied to the text while
 /// writing (see [`krm::io::Source::Patch`]); otherwise the item is parsed again from its text and
 /// the edit goes to [`apply`] like any other. Other edits pass through (replacing or removing an
 /// item needs no tree).
@@ -160,7 +199,7 @@ fn edits_on_released(
         if let krm::Edit::Patch { index, ops } = &edit
             && let Some(r) = released.get(index)
         {
-            if r.text_patchable && !ops.iter().any(apply::may_move_file) {
+            if splice::can_patch(r.text_maps, ops) && !ops.iter().any(apply::may_move_file) {
                 if let krm::Edit::Patch { index, ops } = edit {
                     text_patches.insert(index, ops);
                 }

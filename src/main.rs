@@ -52,21 +52,20 @@ fn run_function() -> ExitCode {
     }
 }
 
-/// The only I/O of a function run: all of stdin in, then all of stdout out (never partial YAML:
-/// the output is complete before the first byte is written).
+/// The only I/O of a function run: all of stdin in, then the output ResourceList streamed to
+/// stdout once everything about it is decided (never partial YAML: see
+/// [`cutover::function::process_to`]).
 fn run_io() -> anyhow::Result<i32> {
     let mut input = Vec::new();
     std::io::stdin()
         .read_to_end(&mut input)
         .context("cannot read stdin")?;
-    let output = cutover::process(&input);
-    eprint!("{}", output.stderr);
-    let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(&output.stdout)
-        .and_then(|()| stdout.flush())
+    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let report = cutover::function::process_to(&input, &mut stdout)
+        .and_then(|report| stdout.flush().map(|()| report))
         .context("cannot write stdout")?;
-    Ok(output.exit_code)
+    eprint!("{}", report.stderr);
+    Ok(report.exit_code)
 }
 
 fn print(text: &str) -> ExitCode {

@@ -1,8 +1,9 @@
 //! `cutover-identity`: the floor for cutover's design. Reads a ResourceList on stdin and writes it
-//! back with the very same parser and emitter the function uses (`cutover::krm::io::parse`, i.e.
-//! serde_yaml into `serde_yaml::Value`, and `cutover::krm::io::write`, which copies unchanged
-//! items verbatim from the input text when the layout allows and emits the rest), doing nothing
-//! in between: exactly what `cutover` does for a run that changes no item. Benchmarks compare
+//! back with the very same parser and writer the function uses (`cutover::krm::io::parse_text`,
+//! i.e. serde_yaml into a `serde_yaml::Value` for every item, and `cutover::krm::io::write_to`,
+//! which copies unchanged items verbatim from the input text when the layout allows, emits the
+//! rest, and streams to stdout), doing nothing in between: what `cutover` does for a run that
+//! changes no item and keeps every item's tree. Benchmarks compare
 //! `cutover` against it (see `docs/benchmarks.md`).
 //!
 //! `cutover-identity --emit-all` writes every item with the emitter instead of copying its text:
@@ -36,34 +37,33 @@ fn main() -> ExitCode {
         }
     };
     // Every item is unchanged: copy each from its input text, as the function does.
-    let verbatim: Vec<Option<&str>> = list
+    let sources: Vec<Option<io::Source>> = list
         .item_spans
         .iter()
         .flatten()
         .filter(|_| !emit_all)
-        .map(|span| text.get(span.clone()))
+        .map(|span| text.get(span.clone()).map(io::Source::Copy))
         .collect();
-    let output = match io::write(
+    // Streamed to stdout as the function streams its output.
+    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let written = io::write_to(
+        &mut stdout,
         &list.items,
-        &verbatim,
+        &sources,
         list.function_config.as_ref(),
         &list.results,
         &[],
-    ) {
-        Ok(output) => output,
-        Err(e) => {
-            eprintln!("cutover-identity: cannot serialize output: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    );
     // Free the parsed tree the way the function does (off the critical path).
-    drop(verbatim);
+    drop(sources);
     cutover::function::free_in_background(list);
-    let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(&output).and_then(|()| stdout.flush()) {
+    match written
+        .map_err(|e| format!("{e:?}"))
+        .and_then(|()| stdout.flush().map_err(|e| e.to_string()))
+    {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("cutover-identity: cannot write stdout: {e}");
+            eprintln!("cutover-identity: cannot write output: {e}");
             ExitCode::FAILURE
         }
     }

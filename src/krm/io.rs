@@ -42,8 +42,8 @@ pub struct ResourceList {
 pub struct Released {
     /// Its file, for the output checks.
     pub file: Option<FileRef>,
-    /// Its text passed [`super::splice::layout_matches`]: edits may patch the text.
-    pub text_patchable: bool,
+    /// Which metadata maps edits may patch in its text ([`super::splice::patchable_maps`]).
+    pub text_maps: [bool; 2],
 }
 
 /// Sees every item right after it is parsed, in input order, and says whether the engine must
@@ -273,15 +273,9 @@ fn parse_by_item<O: Observer>(
         if seen.observe(index, &item) {
             items.push(item);
         } else {
-            let text_patchable = super::splice::layout_matches(&text[span.clone()], &item);
+            let text_maps = super::splice::patchable_maps(&text[span.clone()], &item);
             let file = item.file_ref();
-            released.insert(
-                index,
-                Released {
-                    file,
-                    text_patchable,
-                },
-            );
+            released.insert(index, Released { file, text_maps });
             // An empty mapping allocates nothing; the tree goes now.
             items.push(Value::Mapping(Mapping::new()));
         }
@@ -488,9 +482,8 @@ pub fn write_from(
     kept_results: &[Value],
     new_results: &[KrmResult],
 ) -> Result<Vec<u8>, serde_yaml::Error> {
-    // Size the buffer once: copied items by their text, emitted items and results generously
-    // (pages never written are never touched, so over-reserving costs no memory; growing a
-    // 100 MB buffer by doubling costs copies and page faults).
+    // Size the buffer once (pages never written are never touched, so over-reserving costs no
+    // memory; growing a 100 MB buffer by doubling costs copies and page faults).
     let copied: usize = sources
         .iter()
         .flatten()
@@ -500,8 +493,73 @@ pub fn write_from(
         })
         .sum();
     let emitted = items.len().saturating_sub(sources.iter().flatten().count());
-    let capacity = copied + emitted * 1536 + (kept_results.len() + new_results.len()) * 640 + 4096;
-    let mut out = String::with_capacity(capacity);
+    let results = kept_results.len() + new_results.len();
+    let mut out = Vec::with_capacity(copied + emitted * 1536 + results * 640 + 4096);
+    match write_to(
+        &mut out,
+        items,
+        sources,
+        function_config,
+        kept_results,
+        new_results,
+    ) {
+        Ok(()) => Ok(out),
+        Err(WriteError::Serialize(e)) => Err(e),
+        Err(WriteError::Io(e)) => Err(<serde_yaml::Error as serde::ser::Error>::custom(e)),
+    }
+}
+
+/// Why [`write_to`] failed.
+#[derive(Debug)]
+pub enum WriteError {
+    /// Something could not be serialized; nothing was written.
+    Serialize(serde_yaml::Error),
+    /// The sink failed.
+    Io(std::io::Error),
+}
+
+/// How much output is built before it goes to the sink.
+const CHUNK: usize = 1 << 16;
+
+/// Writes the output ResourceList (see [`write`]) to `sink` in chunks, so a large output is never
+/// held whole next to the input (for 10k Services that was a fifth of the peak memory). All
+/// serialization that can fail is done before the first byte goes out; after that only the sink
+/// itself can fail.
+pub fn write_to(
+    sink: &mut dyn std::io::Write,
+    items: &[Value],
+    sources: &[Option<Source>],
+    function_config: Option<&Value>,
+    kept_results: &[Value],
+    new_results: &[KrmResult],
+) -> Result<(), WriteError> {
+    // Results and the function config first, into the tail (small; the only fallible part).
+    let mut tail = String::new();
+    if let Some(fc) = function_config {
+        let mut m = Mapping::new();
+        m.insert("functionConfig".into(), fc.clone());
+        emit::emit_document(&mut tail, &Value::Mapping(m));
+    }
+    // `results:` then one entry per result at column 0: the same text as emitting the mapping
+    // `{results: [...]}`, without first building (and cloning into) one Value for all of them.
+    if !kept_results.is_empty() || !new_results.is_empty() {
+        tail.push_str("results:\n");
+        for r in kept_results {
+            emit::emit_entry(&mut tail, r, 0);
+        }
+        for r in new_results {
+            let value = serde_yaml::to_value(r).map_err(WriteError::Serialize)?;
+            emit::emit_entry(&mut tail, &value, 0);
+        }
+    }
+    let mut out = String::with_capacity(CHUNK + 4096);
+    let flush = |out: &mut String, sink: &mut dyn std::io::Write, at_least: usize| {
+        if out.len() >= at_least {
+            sink.write_all(out.as_bytes()).map_err(WriteError::Io)?;
+            out.clear();
+        }
+        Ok(())
+    };
     out.push_str("apiVersion: ");
     out.push_str(OUTPUT_API_VERSION);
     out.push_str("\nkind: ResourceList\n");
@@ -519,9 +577,11 @@ pub fn write_from(
                 }
                 Some(Source::Patch(text, ops)) => {
                     if !super::splice::patch_text_into(&mut out, text, ops) {
+                        // Not reached for patches the engine routes here (see
+                        // `splice::can_patch`); correct all the same.
                         let mut tree = parse_item(text, 0..text.len()).ok_or_else(|| {
-                            <serde_yaml::Error as serde::de::Error>::custom(format!(
-                                "item {i} does not parse again"
+                            WriteError::Serialize(<serde_yaml::Error as serde::ser::Error>::custom(
+                                format!("item {i} does not parse again"),
                             ))
                         })?;
                         for op in ops {
@@ -532,25 +592,11 @@ pub fn write_from(
                 }
                 None => emit::emit_entry(&mut out, item, 0),
             }
+            flush(&mut out, sink, CHUNK)?;
         }
     }
-    if let Some(fc) = function_config {
-        let mut m = Mapping::new();
-        m.insert("functionConfig".into(), fc.clone());
-        emit::emit_document(&mut out, &Value::Mapping(m));
-    }
-    // `results:` then one entry per result at column 0: the same text as emitting the mapping
-    // `{results: [...]}`, without first building (and cloning into) one Value for all of them.
-    if !kept_results.is_empty() || !new_results.is_empty() {
-        out.push_str("results:\n");
-        for r in kept_results {
-            emit::emit_entry(&mut out, r, 0);
-        }
-        for r in new_results {
-            emit::emit_entry(&mut out, &serde_yaml::to_value(r)?, 0);
-        }
-    }
-    Ok(out.into_bytes())
+    out.push_str(&tail);
+    flush(&mut out, sink, 0)
 }
 
 /// An empty mapping, handy for building objects.

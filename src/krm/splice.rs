@@ -214,46 +214,65 @@ fn map_at<'t>(lines: &[&'t str], key: usize, end: usize) -> Option<MapAt<'t>> {
     Some(MapAt { key, entries, end })
 }
 
-/// True when the line scan sees exactly the structure of the parsed `item`: the same top-level
-/// keys, metadata keys, and label and annotation keys, in the same order. Items that fail are
-/// never patched as text.
-pub fn layout_matches(text: &str, item: &Value) -> bool {
+/// Which of `metadata.labels` and `metadata.annotations` ([`MAPS`] order) ops may patch in this
+/// item's text: none unless the line scan sees exactly the structure of the parsed `item` (the
+/// same top-level keys, metadata keys, and label and annotation keys, in the same order); then
+/// each map that is a block map of one-line entries, or absent (ops create it). Items without
+/// `metadata` get none.
+pub fn patchable_maps(text: &str, item: &Value) -> [bool; 2] {
+    let none = [false; 2];
     let Some(lines) = lines(text) else {
-        return false;
+        return none;
     };
-    let Some((keys, meta)) = top(&lines) else {
-        return false;
+    let Some((keys, Some(meta))) = top(&lines) else {
+        return none;
     };
     let Some(map) = item.as_mapping() else {
-        return false;
+        return none;
     };
     let same = |keys: &[&str], m: &serde_yaml::Mapping| {
         keys.len() == m.len() && m.keys().zip(keys).all(|(a, b)| a.as_str() == Some(*b))
     };
     if !same(&keys, map) {
-        return false;
+        return none;
     }
-    let Some(meta) = meta else {
-        return true;
-    };
     let Some(tree) = map.get("metadata").and_then(Value::as_mapping) else {
-        return false;
+        return none;
     };
     let Some((keys, maps)) = meta_keys(&lines, &meta) else {
-        return false;
+        return none;
     };
     if !same(&keys, tree) {
-        return false;
+        return none;
     }
-    maps.iter().all(|(name, at)| match at {
-        Some(at) => {
+    let mut patchable = [true; 2];
+    for (name, at) in &maps {
+        let ok = at.as_ref().is_some_and(|at| {
             let keys: Vec<&str> = at.entries.iter().map(|(_, k)| *k).collect();
             tree.get(*name)
                 .and_then(Value::as_mapping)
                 .is_some_and(|m| same(&keys, m))
+        });
+        if let Some(i) = MAPS.iter().position(|m| m == name) {
+            patchable[i] = ok;
         }
-        // Present in another form: any op on it declines.
-        None => true,
+    }
+    patchable
+}
+
+/// Whether [`patch_text`] applies `ops` to a text whose [`patchable_maps`] are `maps`: every op
+/// sets or removes `metadata.<map>.<key>` of a patchable map, with a one-line string value.
+pub fn can_patch(maps: [bool; 2], ops: &[PatchOp]) -> bool {
+    ops.iter().all(|op| {
+        let target = match op.path() {
+            [m, map, _] if m == "metadata" => MAPS.iter().position(|n| n == map),
+            _ => None,
+        };
+        let value_ok = match op {
+            PatchOp::Set { value, .. } => value.as_str().is_some_and(|v| !v.contains('\n')),
+            PatchOp::Remove { .. } => true,
+        };
+        value_ok && target.is_some_and(|i| maps[i])
     })
 }
 
@@ -280,8 +299,8 @@ fn entry(key: &str, value: &str, indent: usize) -> String {
     out
 }
 
-/// Applies `ops` to the item text (see the module docs), or `None` when it cannot. The text must
-/// have passed [`layout_matches`] against the item's tree.
+/// Applies `ops` to the item text (see the module docs), or `None` when it cannot. It can when
+/// [`can_patch`] accepts the ops for the text's [`patchable_maps`].
 pub fn patch_text(text: &str, ops: &[PatchOp]) -> Option<String> {
     let mut out = String::with_capacity(text.len() + 256);
     patch_text_into(&mut out, text, ops).then_some(out)

@@ -11,12 +11,12 @@ fn tree(text: &str) -> Value {
 /// parse to the patched tree (key order included).
 fn check(text: &str, ops: &[PatchOp]) -> bool {
     let item = tree(text);
-    if !layout_matches(text, &item) {
+    let maps = patchable_maps(text, &item);
+    if !can_patch(maps, ops) {
         return false;
     }
-    let Some(patched) = patch_text(text, ops) else {
-        return false;
-    };
+    // Accepted ops never fail.
+    let patched = patch_text(text, ops).unwrap_or_else(|| panic!("declined:\n{text}\n{ops:?}"));
     let mut want = item.clone();
     for op in ops {
         op.apply_to(&mut want);
@@ -190,10 +190,13 @@ fn fooling_layouts_never_pass_the_tree_check() {
     for (text, must_apply) in variants().into_iter().filter(|(_, ok)| !ok) {
         assert!(!must_apply);
         let item = tree(&text);
-        let matches = layout_matches(&text, &item);
-        let patched = patch_text(&text, &[PatchOp::set_label("app", "x")]);
-        // Either the scan disagrees with the tree, or the label op declines.
-        assert!(!matches || patched.is_none(), "{text}");
+        let maps = patchable_maps(&text, &item);
+        // The odd forms are all in or around the labels (and the metadata block).
+        assert!(!maps[0], "{text}");
+        assert!(
+            !can_patch(maps, &[PatchOp::set_label("app", "x")]),
+            "{text}"
+        );
     }
 }
 
@@ -211,6 +214,14 @@ fn untouched_lines_keep_their_bytes() {
             "      config.kubernetes.io/path: 'ns/services.yaml'\n      lbipam.cilium.io/ips: 10.0.0.1\n"
         )
     );
+}
+
+#[test]
+fn items_without_metadata_are_not_text_patched() {
+    let text = "- apiVersion: v1\n  kind: Service\n  spec: {}\n";
+    assert_eq!(patchable_maps(text, &tree(text)), [false; 2]);
+    let text = "- apiVersion: v1\n  kind: Service\n  metadata:\n    name: a\n";
+    assert_eq!(patchable_maps(text, &tree(text)), [true; 2]);
 }
 
 #[test]

@@ -273,10 +273,7 @@ pub fn prove(
         let after_ann = after_cache
             .entry(selecting_policies)
             .or_insert_with_key(|selecting| {
-                selecting
-                    .iter()
-                    .map(|&i| policy_ann[i].1.clone())
-                    .collect()
+                selecting.iter().map(|&i| policy_ann[i].1.clone()).collect()
             })
             .clone();
         let mut before_ann = BTreeSet::new();

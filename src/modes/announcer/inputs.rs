@@ -110,8 +110,14 @@ pub struct Advertisement {
     pub spec: L2AdvertisementSpec,
 }
 
-/// String pairs: labels and selectors sorted by key, annotations in item order.
-type Pairs = Box<[(Box<str>, Box<str>)]>;
+/// A string pair.
+pub type Pair = (Box<str>, Box<str>);
+
+/// String pairs: labels and selectors sorted by key.
+type Pairs = Box<[Pair]>;
+
+/// Annotations in item order; `None` for values that are not strings.
+type Annotations = Box<[(Box<str>, Option<Box<str>>)]>;
 
 /// A Service of type LoadBalancer: what the mode reads from it, kept small. The item's tree is
 /// released while the items are parsed (see [`Reader`]), so a 10k-Service run never holds every
@@ -142,7 +148,7 @@ pub struct LbService {
     labels: Pairs,
     /// The MetalLB and Cilium LB-IPAM annotations (the only ones the mode reads or patches), in
     /// item order; `None` values were not strings.
-    annotations: Box<[(Box<str>, Option<Box<str>>)]>,
+    annotations: Annotations,
     /// `metadata.annotations` is there but not a mapping (`annotations: ~`).
     annotations_not_mapping: bool,
 }
@@ -203,7 +209,7 @@ impl LbService {
             file,
             class: spec.load_balancer_class.map(Into::into),
             etp_local: spec.external_traffic_policy.as_deref() == Some("Local"),
-            selector: spec.selector.as_ref().map(|s| pairs(s)),
+            selector: spec.selector.as_ref().map(pairs),
             ingress: svc
                 .status
                 .and_then(|s| s.load_balancer)
@@ -270,7 +276,12 @@ impl LbService {
             let ann = self
                 .annotations
                 .iter()
-                .map(|(k, v)| (Value::from(&**k), v.as_deref().map_or(Value::Null, Value::from)))
+                .map(|(k, v)| {
+                    (
+                        Value::from(&**k),
+                        v.as_deref().map_or(Value::Null, Value::from),
+                    )
+                })
                 .collect();
             meta.insert("annotations".into(), Value::Mapping(ann));
         }
@@ -303,13 +314,15 @@ impl LbService {
     /// A MetalLB annotation by suffix (`address-pool`): the current key first, then the
     /// deprecated one, as MetalLB reads them.
     pub fn metallb_annotation(&self, suffix: &str) -> Option<&str> {
-        [METALLB_PREFIX, METALLB_OLD_PREFIX].iter().find_map(|prefix| {
-            self.annotations.iter().find_map(|(k, v)| {
-                (k.strip_prefix(prefix) == Some(suffix))
-                    .then_some(v.as_deref())
-                    .flatten()
+        [METALLB_PREFIX, METALLB_OLD_PREFIX]
+            .iter()
+            .find_map(|prefix| {
+                self.annotations.iter().find_map(|(k, v)| {
+                    (k.strip_prefix(prefix) == Some(suffix))
+                        .then_some(v.as_deref())
+                        .flatten()
+                })
             })
-        })
     }
     /// `spec.loadBalancerClass`.
     pub fn class(&self) -> Option<&str> {
@@ -320,7 +333,7 @@ impl LbService {
         self.etp_local
     }
     /// `spec.selector` (sorted by key), for sharing compatibility.
-    pub fn selector(&self) -> Option<&[(Box<str>, Box<str>)]> {
+    pub fn selector(&self) -> Option<&[Pair]> {
         self.selector.as_deref()
     }
     /// IPs in `status.loadBalancer.ingress`.

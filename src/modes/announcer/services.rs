@@ -238,7 +238,7 @@ fn sharing(
             }
         }
         let local: Vec<&&LbService> = svcs.iter().filter(|s| s.etp_local()).collect();
-        let selectors: BTreeSet<Option<&[(Box<str>, Box<str>)]>> =
+        let selectors: BTreeSet<Option<&[super::inputs::Pair]>> =
             local.iter().map(|s| s.selector()).collect();
         let differing = local.len() > 1 && (selectors.len() > 1 || selectors.contains(&None));
         if differing {
