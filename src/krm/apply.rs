@@ -154,7 +154,7 @@ pub fn may_move_file(op: &PatchOp) -> bool {
         [] => false,
         [m] => m == "metadata",
         [m, a] => m == "metadata" && a == "annotations",
-        [m, a, k] => m == "metadata" && a == "annotations" && file_keys.contains(&k.as_str()),
+        [m, a, k] => m == "metadata" && a == "annotations" && file_keys.contains(&&**k),
         _ => false,
     }
 }

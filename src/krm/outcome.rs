@@ -58,6 +58,10 @@ impl Outcome {
     }
 }
 
+/// One key of a [`PatchOp`] path: borrowed for the fixed keys (`metadata`, `labels`), owned for
+/// the rest, so 10k patches do not allocate the same words 10k times.
+pub type PathKey = std::borrow::Cow<'static, str>;
+
 /// One change of an [`Edit::Patch`]. A path is a list of mapping keys from the item's root, e.g.
 /// `["metadata", "annotations", "metallb.io/address-pool"]` (keys are strings and may contain
 /// dots and slashes, hence a list rather than a dotted string). It must not be empty.
@@ -68,7 +72,7 @@ pub enum PatchOp {
     /// a new one goes last.
     Set {
         /// Where, from the item root.
-        path: Vec<String>,
+        path: Vec<PathKey>,
         /// The new value.
         value: Value,
     },
@@ -76,7 +80,7 @@ pub enum PatchOp {
     /// happens when a step on the way is missing or not a mapping.
     Remove {
         /// Where, from the item root.
-        path: Vec<String>,
+        path: Vec<PathKey>,
     },
 }
 
@@ -84,7 +88,11 @@ impl PatchOp {
     /// Sets `metadata.annotations.<key>` to a string.
     pub fn set_annotation(key: &str, value: &str) -> PatchOp {
         PatchOp::Set {
-            path: vec!["metadata".into(), "annotations".into(), key.into()],
+            path: vec![
+                "metadata".into(),
+                "annotations".into(),
+                key.to_owned().into(),
+            ],
             value: Value::from(value),
         }
     }
@@ -92,7 +100,7 @@ impl PatchOp {
     /// Sets `metadata.labels.<key>` to a string.
     pub fn set_label(key: &str, value: &str) -> PatchOp {
         PatchOp::Set {
-            path: vec!["metadata".into(), "labels".into(), key.into()],
+            path: vec!["metadata".into(), "labels".into(), key.to_owned().into()],
             value: Value::from(value),
         }
     }
@@ -100,12 +108,16 @@ impl PatchOp {
     /// Removes `metadata.annotations.<key>`.
     pub fn remove_annotation(key: &str) -> PatchOp {
         PatchOp::Remove {
-            path: vec!["metadata".into(), "annotations".into(), key.into()],
+            path: vec![
+                "metadata".into(),
+                "annotations".into(),
+                key.to_owned().into(),
+            ],
         }
     }
 
     /// The path the op changes.
-    pub fn path(&self) -> &[String] {
+    pub fn path(&self) -> &[PathKey] {
         match self {
             PatchOp::Set { path, .. } | PatchOp::Remove { path } => path,
         }
@@ -124,7 +136,7 @@ impl PatchOp {
             PatchOp::Set { value, .. } => {
                 for key in parents {
                     let entry = map
-                        .entry(Value::from(key.as_str()))
+                        .entry(Value::from(&**key))
                         .or_insert_with(|| Value::Mapping(Mapping::new()));
                     if !entry.is_mapping() {
                         *entry = Value::Mapping(Mapping::new());
@@ -134,18 +146,17 @@ impl PatchOp {
                     };
                     map = next;
                 }
-                map.insert(Value::from(last.as_str()), value.clone());
+                map.insert(Value::from(&**last), value.clone());
             }
             PatchOp::Remove { .. } => {
                 for key in parents {
-                    let Some(next) = map.get_mut(key.as_str()).and_then(Value::as_mapping_mut)
-                    else {
+                    let Some(next) = map.get_mut(&**key).and_then(Value::as_mapping_mut) else {
                         return true;
                     };
                     map = next;
                 }
                 // `shift_remove`: `remove` would move the last key into the hole.
-                map.shift_remove(last.as_str());
+                map.shift_remove(&**last);
             }
         }
         true

@@ -265,7 +265,7 @@ pub fn patchable_maps(text: &str, item: &Value) -> [bool; 2] {
 pub fn can_patch(maps: [bool; 2], ops: &[PatchOp]) -> bool {
     ops.iter().all(|op| {
         let target = match op.path() {
-            [m, map, _] if m == "metadata" => MAPS.iter().position(|n| n == map),
+            [m, map, _] if m == "metadata" => MAPS.iter().position(|n| *n == map),
             _ => None,
         };
         let value_ok = match op {
@@ -328,7 +328,7 @@ fn patch(out: &mut String, text: &str, ops: &[PatchOp]) -> Option<()> {
         let Some(at) = at else {
             if ops
                 .iter()
-                .any(|op| op.path().get(1).map(String::as_str) == Some(name))
+                .any(|op| op.path().get(1).map(|k| &**k) == Some(name))
             {
                 return None;
             }
@@ -352,9 +352,7 @@ fn patch(out: &mut String, text: &str, ops: &[PatchOp]) -> Option<()> {
     }
     for op in ops {
         let (name, key) = match op.path() {
-            [m, map, key] if m == "metadata" && MAPS.contains(&map.as_str()) => {
-                (map.as_str(), key.as_str())
-            }
+            [m, map, key] if m == "metadata" && MAPS.contains(&&**map) => (&**map, &**key),
             _ => return None,
         };
         let value = match op {

@@ -490,7 +490,9 @@ impl crate::krm::io::Observer for Reader {
 
 impl Reader {
     /// The inventory and the errors found reading it, in item order.
-    pub fn finish(self) -> (Inventory, Vec<KrmResult>) {
+    pub fn finish(mut self) -> (Inventory, Vec<KrmResult>) {
+        // Grown by doubling while the items streamed in: give back the unused half.
+        self.inv.services.shrink_to_fit();
         (self.inv, self.errors)
     }
 
