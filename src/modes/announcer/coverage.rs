@@ -70,8 +70,34 @@ fn metallb_admits(pool: &Pool, svc: &LbService, inv: &Inventory) -> Option<bool>
     Some(ns_ok && svc_ok)
 }
 
-/// Runs the proof. `pools`/`policies` are the emitted objects; `after_labels(plan)` gives the
-/// labels of the Service item as rewritten (read from the edited YAML, not from the plan).
+/// The coverage proof, one Service at a time: [`Proof::new`] reads the MetalLB side and the
+/// emitted Cilium objects once, [`Proof::check`] compares one Service, [`Proof::finish`] gives
+/// the results and the summary. Checking each Service as soon as its rewrite is known lets the
+/// caller drop the Service's plan right away.
+pub struct Proof<'a> {
+    inv: &'a Inventory,
+    /// MetalLB: which advertisements cover which pool.
+    covered: Vec<(BTreeSet<String>, &'a super::inputs::Advertisement)>,
+    /// What each of `covered` announces.
+    covered_ann: Vec<BTreeSet<Announcement>>,
+    /// MetalLB's announcements by (pool, advertisements that apply to the Service).
+    before_cache: HashMap<(String, Vec<usize>), BTreeSet<Announcement>>,
+    /// Cilium pools, read back from the emitted objects, with their blocks.
+    cilium_pools: Vec<(&'a IpPool, Vec<CiliumBlock>)>,
+    /// What each policy that announces LoadBalancer IPs announces.
+    policy_ann: Vec<(&'a L2Policy, Announcement)>,
+    /// Cilium's announcements by the policies that select the Service.
+    after_cache: HashMap<Vec<usize>, BTreeSet<Announcement>>,
+    checked: usize,
+    ok: usize,
+    lines: usize,
+    results: Vec<KrmResult>,
+}
+
+/// Runs the proof over all plans (the function checks each Service as it goes, see [`Proof`]). `pools`/`policies` are the emitted objects; `after_labels(plan)`
+/// gives the labels of the Service item as rewritten (read from the edited YAML, not from the
+/// plan).
+#[cfg(test)]
 pub fn prove(
     inv: &Inventory,
     items: &[Value],
@@ -80,39 +106,97 @@ pub fn prove(
     policies: &[L2Policy],
     after_labels: &dyn Fn(&ServicePlan) -> Labels,
 ) -> Vec<KrmResult> {
-    let mut results = Vec::new();
-    let mut sink = Vec::new();
-    // MetalLB side: which advertisements cover which pool.
-    let covered: Vec<(BTreeSet<String>, &super::inputs::Advertisement)> = inv
-        .adverts
-        .iter()
-        .filter_map(|ad| {
-            advertised_pools(ad, inv, &items[ad.index], &mut sink).map(|set| (set, ad))
-        })
-        .collect();
-    // What each advertisement announces (computed once; a Service only decides which apply).
-    let covered_ann: Vec<BTreeSet<Announcement>> = covered
-        .iter()
-        .map(|(_, ad)| {
-            let ifs: Option<BTreeSet<String>> = (!ad.spec.interfaces.is_empty())
-                .then(|| ad.spec.interfaces.iter().cloned().collect());
-            if ad.spec.node_selectors.is_empty() {
-                BTreeSet::from([(canonical(None), ifs)])
-            } else {
-                ad.spec
-                    .node_selectors
+    let mut proof = Proof::new(inv, items, pools, policies);
+    for plan in plans {
+        proof.check(plan, after_labels(plan));
+    }
+    proof.finish()
+}
+
+impl<'a> Proof<'a> {
+    /// Reads the MetalLB advertisements and the emitted Cilium pools and policies.
+    pub fn new(
+        inv: &'a Inventory,
+        items: &[Value],
+        pools: &'a [IpPool],
+        policies: &'a [L2Policy],
+    ) -> Self {
+        let mut sink = Vec::new();
+        let covered: Vec<(BTreeSet<String>, &super::inputs::Advertisement)> = inv
+            .adverts
+            .iter()
+            .filter_map(|ad| {
+                advertised_pools(ad, inv, &items[ad.index], &mut sink).map(|set| (set, ad))
+            })
+            .collect();
+        let covered_ann = covered
+            .iter()
+            .map(|(_, ad)| {
+                let ifs: Option<BTreeSet<String>> = (!ad.spec.interfaces.is_empty())
+                    .then(|| ad.spec.interfaces.iter().cloned().collect());
+                if ad.spec.node_selectors.is_empty() {
+                    BTreeSet::from([(canonical(None), ifs)])
+                } else {
+                    ad.spec
+                        .node_selectors
+                        .iter()
+                        .map(|ns| (canonical(Some(ns)), ifs.clone()))
+                        .collect()
+                }
+            })
+            .collect();
+        let cilium_pools = pools
+            .iter()
+            .map(|p| {
+                let blocks = p
+                    .spec
+                    .blocks
                     .iter()
-                    .map(|ns| (canonical(Some(ns)), ifs.clone()))
-                    .collect()
-            }
-        })
-        .collect();
-    // MetalLB's announcements of `pool` for a Service with `labels`: the union over the
-    // advertisements covering the pool whose service selectors admit the Service. Services mostly
-    // share a handful of such combinations, so the sets are built once per combination.
-    let mut before_cache: HashMap<(String, Vec<usize>), BTreeSet<Announcement>> = HashMap::new();
-    let mut before_for = |pool: &str, labels: &Labels| -> BTreeSet<Announcement> {
-        let applying: Vec<usize> = covered
+                    .filter_map(|b| {
+                        CiliumBlock::parse(
+                            b.cidr.as_deref(),
+                            b.start.as_deref(),
+                            b.stop.as_deref(),
+                            p.spec.allow_first_last_ips.as_deref(),
+                        )
+                    })
+                    .collect();
+                (p, blocks)
+            })
+            .collect();
+        let policy_ann = policies
+            .iter()
+            .filter(|p| p.spec.load_balancer_ips)
+            .map(|p| {
+                let ifs = p.spec.interfaces.as_ref().map(|list| {
+                    list.iter()
+                        .map(|re| interface_from_regex(re).unwrap_or_else(|| re.clone()))
+                        .collect()
+                });
+                (p, (canonical(p.spec.node_selector.as_ref()), ifs))
+            })
+            .collect();
+        Proof {
+            inv,
+            covered,
+            covered_ann,
+            before_cache: HashMap::new(),
+            cilium_pools,
+            policy_ann,
+            after_cache: HashMap::new(),
+            checked: 0,
+            ok: 0,
+            lines: 0,
+            results: Vec::new(),
+        }
+    }
+
+    /// MetalLB's announcements of `pool` for a Service with `labels`: the union over the
+    /// advertisements covering the pool whose service selectors admit the Service. Services
+    /// mostly share a handful of such combinations, so each set is built once.
+    fn before_for(&mut self, pool: &str, labels: &Labels) -> BTreeSet<Announcement> {
+        let applying: Vec<usize> = self
+            .covered
             .iter()
             .enumerate()
             .filter(|(_, (pools, ad))| {
@@ -126,7 +210,8 @@ pub fn prove(
             })
             .map(|(i, _)| i)
             .collect();
-        before_cache
+        let covered_ann = &self.covered_ann;
+        self.before_cache
             .entry((pool.to_owned(), applying))
             .or_insert_with_key(|(_, applying)| {
                 applying
@@ -135,50 +220,19 @@ pub fn prove(
                     .collect()
             })
             .clone()
-    };
-    // Cilium side, read back from the emitted objects.
-    let cilium_pools: Vec<(&IpPool, Vec<CiliumBlock>)> = pools
-        .iter()
-        .map(|p| {
-            let blocks = p
-                .spec
-                .blocks
-                .iter()
-                .filter_map(|b| {
-                    CiliumBlock::parse(
-                        b.cidr.as_deref(),
-                        b.start.as_deref(),
-                        b.stop.as_deref(),
-                        p.spec.allow_first_last_ips.as_deref(),
-                    )
-                })
-                .collect();
-            (p, blocks)
-        })
-        .collect();
-    // What each policy that announces LoadBalancer IPs announces (computed once).
-    let policy_ann: Vec<(&L2Policy, Announcement)> = policies
-        .iter()
-        .filter(|p| p.spec.load_balancer_ips)
-        .map(|p| {
-            let ifs = p.spec.interfaces.as_ref().map(|list| {
-                list.iter()
-                    .map(|re| interface_from_regex(re).unwrap_or_else(|| re.clone()))
-                    .collect()
-            });
-            (p, (canonical(p.spec.node_selector.as_ref()), ifs))
-        })
-        .collect();
-    let mut after_cache: HashMap<Vec<usize>, BTreeSet<Announcement>> = HashMap::new();
-    let mut ok = 0usize;
-    let mut lines = 0usize;
-    for plan in plans {
+    }
+
+    /// Checks one Service; `after_labels` are its labels as rewritten (read from its patch).
+    pub fn check(&mut self, plan: &ServicePlan, after_labels: Labels) {
+        self.checked += 1;
+        let inv = self.inv;
         let svc = &inv.services[plan.service];
-        let mut labels = after_labels(plan);
+        let mut labels = after_labels;
         let before_labels = svc.labels();
         labels.insert(SVC_NAMESPACE_LABEL.into(), svc.namespace().to_owned());
         labels.insert(SVC_NAME_LABEL.into(), svc.name().to_owned());
-        let selecting: Vec<&(&IpPool, Vec<CiliumBlock>)> = cilium_pools
+        let selecting: Vec<&(&IpPool, Vec<CiliumBlock>)> = self
+            .cilium_pools
             .iter()
             .filter(|(p, _)| {
                 p.spec
@@ -194,7 +248,7 @@ pub fn prove(
         for ip_text in &plan.ips {
             let Some(ip) = parse_ip(ip_text) else {
                 errors.push(format!("IP {ip_text:?} is not an IP address"));
-                continue;
+                return;
             };
             let home = selecting
                 .iter()
@@ -212,7 +266,8 @@ pub fn prove(
                     after_pool = Some(p.metadata.name.clone());
                 }
                 None => {
-                    let holder = cilium_pools
+                    let holder = self
+                        .cilium_pools
                         .iter()
                         .find(|(_, blocks)| blocks.iter().any(|b| b.allows(ip)));
                     errors.push(match holder {
@@ -259,7 +314,8 @@ pub fn prove(
             plan.pool.iter().cloned().collect()
         };
         // 3. Announcements: same node selectors and interfaces.
-        let selecting_policies: Vec<usize> = policy_ann
+        let selecting_policies: Vec<usize> = self
+            .policy_ann
             .iter()
             .enumerate()
             .filter(|(_, (p, _))| {
@@ -270,7 +326,9 @@ pub fn prove(
             })
             .map(|(i, _)| i)
             .collect();
-        let after_ann = after_cache
+        let policy_ann = &self.policy_ann;
+        let after_ann = self
+            .after_cache
             .entry(selecting_policies)
             .or_insert_with_key(|selecting| {
                 selecting.iter().map(|&i| policy_ann[i].1.clone()).collect()
@@ -278,7 +336,7 @@ pub fn prove(
             .clone();
         let mut before_ann = BTreeSet::new();
         for pool in &candidate_pools {
-            let b = before_for(pool, &before_labels);
+            let b = self.before_for(pool, &before_labels);
             if before_ann.is_empty() {
                 before_ann = b;
             } else if before_ann != b {
@@ -307,7 +365,7 @@ pub fn prove(
             .or(after_pool)
             .unwrap_or_else(|| format!("auto [{}]", candidate_pools.join(", ")));
         if !errors.is_empty() {
-            results.push(
+            self.results.push(
                 KrmResult::error(format!(
                     "coverage: {} ({ips}, pool {pool_text}): {}",
                     plan_name(svc),
@@ -317,10 +375,10 @@ pub fn prove(
                 .field("metadata")
                 .tag("check", "coverage"),
             );
-            continue;
+            return;
         }
         if before_ann.is_empty() {
-            results.push(
+            self.results.push(
                 KrmResult::warning(format!(
                     "coverage: {} ({ips}, pool {pool_text}) is announced by no L2Advertisement today and by no policy after",
                     plan_name(svc)
@@ -328,12 +386,12 @@ pub fn prove(
                 .about_svc(svc)
                 .tag("check", "coverage"),
             );
-            continue;
+            return;
         }
-        ok += 1;
-        if lines < MAX_SERVICE_LINES {
-            lines += 1;
-            results.push(
+        self.ok += 1;
+        if self.lines < MAX_SERVICE_LINES {
+            self.lines += 1;
+            self.results.push(
                 KrmResult::info(if plan.ips.is_empty() {
                     format!(
                         "coverage: {} has no IP yet and allocates from the same pools ({pool_text}), announced from {} (before and after)",
@@ -352,14 +410,18 @@ pub fn prove(
             );
         }
     }
-    results.push(
-        KrmResult::info(format!(
-            "coverage: {ok} of {} LoadBalancer Services served by MetalLB keep their IP, pool, announcing nodes and interfaces",
-            plans.len()
-        ))
-        .tag("check", "coverage"),
-    );
-    results
+
+    /// The results: per-Service errors, warnings and (the first few) infos, then the summary.
+    pub fn finish(mut self) -> Vec<KrmResult> {
+        self.results.push(
+            KrmResult::info(format!(
+                "coverage: {} of {} LoadBalancer Services served by MetalLB keep their IP, pool, announcing nodes and interfaces",
+                self.ok, self.checked
+            ))
+            .tag("check", "coverage"),
+        );
+        self.results
+    }
 }
 
 fn plan_name(svc: &LbService) -> String {

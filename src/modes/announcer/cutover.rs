@@ -145,22 +145,35 @@ impl<'a> Cutover<'a> {
                 );
             }
         }
-        // Services.
+        // Services: each is rewritten, then checked by the coverage proof (always against the
+        // final state: all pools and policies, and the labels, which every phase writes the same
+        // way, read back from the Service's patch), and its plan dropped.
         let pool_label = self.spec.pool_label.clone();
+        let mut proof = coverage::Proof::new(self.inv, self.items, &pools, &policies);
         let mut rewritten = 0usize;
-        for plan in &plans {
+        for plan in plans {
             let svc = &self.inv.services[plan.service];
             let meta = svc.meta();
-            if let Some(ops) = services::patch(&meta, plan, self.phase, &pool_label) {
+            let ops = services::patch(&meta, &plan, self.phase, &pool_label);
+            if let Some(ops) = &ops {
                 rewritten += 1;
                 if rewritten <= coverage::MAX_SERVICE_LINES {
                     self.results.push(svc.about(service_change(
                         &meta,
-                        &ops,
+                        ops,
                         self.phase,
                         &pool_label,
                     )));
                 }
+            }
+            let after = match (&ops, self.changed.get(&plan.index)) {
+                (Some(ops), _) => services::labels_after(svc, ops),
+                (None, Some(Some(v))) => super::selector::labels_of(v),
+                _ => svc.labels(),
+            };
+            proof.check(&plan, after);
+            if let Some(mut ops) = ops {
+                ops.shrink_to_fit();
                 self.patched.insert(plan.index, ops);
             }
         }
@@ -170,19 +183,7 @@ impl<'a> Cutover<'a> {
                 coverage::MAX_SERVICE_LINES
             )));
         }
-        // Coverage, always against the final state (all pools and policies; the labels, which
-        // every phase writes the same way, read back from the rewritten Services).
-        let (inv, changed, patched) = (self.inv, &self.changed, &self.patched);
-        let after = |plan: &services::ServicePlan| {
-            let svc = &inv.services[plan.service];
-            match (patched.get(&plan.index), changed.get(&plan.index)) {
-                (Some(ops), _) => services::labels_after(svc, ops),
-                (None, Some(Some(v))) => super::selector::labels_of(v),
-                _ => svc.labels(),
-            }
-        };
-        let proof = coverage::prove(self.inv, self.items, &plans, &pools, &policies, &after);
-        self.results.extend(proof);
+        self.results.extend(proof.finish());
         if self.phase == Phase::Cutover {
             self.remove_metallb();
         } else if self.phase == Phase::Prepare {

@@ -126,8 +126,8 @@ type Annotations = Box<[(Box<str>, Option<Box<str>>)]>;
 pub struct LbService {
     /// Item index.
     pub index: usize,
-    /// `apiVersion` (`v1`; kept as written for the results).
-    api_version: Box<str>,
+    /// `apiVersion` when it is not `v1` (kept as written for the results).
+    api_version: Option<Box<str>>,
     /// `metadata.name`.
     name: Box<str>,
     /// `metadata.namespace`.
@@ -138,7 +138,8 @@ pub struct LbService {
     class: Option<Box<str>>,
     /// `spec.externalTrafficPolicy == Local`.
     etp_local: bool,
-    /// `spec.selector`.
+    /// `spec.selector`, kept only for `externalTrafficPolicy: Local` Services (the only ones
+    /// whose selector the mode compares).
     selector: Option<Pairs>,
     /// IPs in `status.loadBalancer.ingress`.
     ingress: Box<[Box<str>]>,
@@ -201,15 +202,18 @@ impl LbService {
             (path, f.index)
         });
         let spec = svc.spec.unwrap_or_default();
+        let etp_local = spec.external_traffic_policy.as_deref() == Some("Local");
         Ok(LbService {
             index,
-            api_version: item.api_version().into(),
+            api_version: Some(item.api_version())
+                .filter(|v| *v != "v1")
+                .map(Into::into),
             name: svc.metadata.name.unwrap_or_default().into(),
             namespace: svc.metadata.namespace.map(Into::into),
             file,
             class: spec.load_balancer_class.map(Into::into),
-            etp_local: spec.external_traffic_policy.as_deref() == Some("Local"),
-            selector: spec.selector.as_ref().map(pairs),
+            etp_local,
+            selector: spec.selector.as_ref().filter(|_| etp_local).map(pairs),
             ingress: svc
                 .status
                 .and_then(|s| s.load_balancer)
@@ -247,7 +251,7 @@ impl AboutService for KrmResult {
         });
         self.about_item(
             ResourceRef {
-                api_version: svc.api_version.to_string(),
+                api_version: svc.api_version.as_deref().unwrap_or("v1").to_owned(),
                 kind: "Service".into(),
                 name: svc.name.to_string(),
                 namespace: svc.namespace.as_ref().map(ToString::to_string),
@@ -332,7 +336,8 @@ impl LbService {
     pub fn etp_local(&self) -> bool {
         self.etp_local
     }
-    /// `spec.selector` (sorted by key), for sharing compatibility.
+    /// `spec.selector` (sorted by key) of an `externalTrafficPolicy: Local` Service, for
+    /// sharing compatibility (`None` for other Services).
     pub fn selector(&self) -> Option<&[Pair]> {
         self.selector.as_deref()
     }
