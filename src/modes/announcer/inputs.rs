@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Service;
+pub use super::service::{AboutService, LbService, Store};
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -12,9 +13,8 @@ use serde_yaml::Value;
 
 use super::ipam::{MetalLbAddress, parse_metallb_address};
 use super::selector::{Labels, labels_of};
-use super::services::{METALLB_OLD_PREFIX, METALLB_PREFIX};
 use crate::krm::annotations::LOCAL_CONFIG;
-use crate::krm::{FileRef, KrmObject, KrmResult, ResourceRef};
+use crate::krm::{KrmObject, KrmResult};
 
 /// MetalLB API group.
 pub const METALLB_GROUP: &str = "metallb.io";
@@ -108,247 +108,6 @@ pub struct Advertisement {
     pub name: String,
     /// Typed spec.
     pub spec: L2AdvertisementSpec,
-}
-
-/// A string pair.
-pub type Pair = (Box<str>, Box<str>);
-
-/// String pairs: labels and selectors sorted by key.
-type Pairs = Box<[Pair]>;
-
-/// Annotations in item order; `None` for values that are not strings.
-type Annotations = Box<[(Box<str>, Option<Box<str>>)]>;
-
-/// A Service of type LoadBalancer: what the mode reads from it, kept small. The item's tree is
-/// released while the items are parsed (see [`Reader`]), so a 10k-Service run never holds every
-/// Service's tree; edits to the Service go to the engine as patch operations.
-#[derive(Debug, Clone)]
-pub struct LbService {
-    /// Item index.
-    pub index: usize,
-    /// `apiVersion` when it is not `v1` (kept as written for the results).
-    api_version: Option<Box<str>>,
-    /// `metadata.name`.
-    name: Box<str>,
-    /// `metadata.namespace`.
-    namespace: Option<Box<str>>,
-    /// `metadata.annotations` path and index (kpt's file), the path shared between Services.
-    file: Option<(Arc<str>, u64)>,
-    /// `spec.loadBalancerClass`.
-    class: Option<Box<str>>,
-    /// `spec.externalTrafficPolicy == Local`.
-    etp_local: bool,
-    /// `spec.selector`, kept only for `externalTrafficPolicy: Local` Services (the only ones
-    /// whose selector the mode compares).
-    selector: Option<Pairs>,
-    /// IPs in `status.loadBalancer.ingress`.
-    ingress: Box<[Box<str>]>,
-    /// `spec.loadBalancerIP`, when not empty.
-    lb_ip: Option<Box<str>>,
-    /// `metadata.labels`.
-    labels: Pairs,
-    /// The MetalLB and Cilium LB-IPAM annotations (the only ones the mode reads or patches), in
-    /// item order; `None` values were not strings.
-    annotations: Annotations,
-    /// `metadata.annotations` is there but not a mapping (`annotations: ~`).
-    annotations_not_mapping: bool,
-}
-
-/// Annotation prefixes kept in [`LbService`].
-const KEPT_ANNOTATIONS: &[&str] = &[
-    METALLB_PREFIX,
-    METALLB_OLD_PREFIX,
-    "lbipam.cilium.io/",
-    "io.cilium/",
-];
-
-fn pairs<'a>(map: impl IntoIterator<Item = (&'a String, &'a String)>) -> Pairs {
-    map.into_iter()
-        .map(|(k, v)| (k.as_str().into(), v.as_str().into()))
-        .collect()
-}
-
-impl LbService {
-    /// Reads a Service item (type LoadBalancer). The k8s-openapi decode validates the whole
-    /// Service as before; only the fields the mode uses are kept. `paths` shares file paths.
-    fn read(
-        index: usize,
-        item: &Value,
-        paths: &mut BTreeMap<String, Arc<str>>,
-    ) -> Result<LbService, serde_yaml::Error> {
-        let svc = Service::deserialize(item)?;
-        let ann = item.get("metadata").and_then(|m| m.get("annotations"));
-        let annotations = ann
-            .and_then(Value::as_mapping)
-            .into_iter()
-            .flatten()
-            .filter_map(|(k, v)| {
-                let k = k.as_str()?;
-                KEPT_ANNOTATIONS
-                    .iter()
-                    .any(|p| k.starts_with(p))
-                    .then(|| (k.into(), v.as_str().map(Into::into)))
-            })
-            .collect();
-        let file = item.file_ref().map(|f| {
-            let path = match paths.get(&f.path) {
-                Some(p) => Arc::clone(p),
-                None => {
-                    let p: Arc<str> = f.path.as_str().into();
-                    paths.insert(f.path, Arc::clone(&p));
-                    p
-                }
-            };
-            (path, f.index)
-        });
-        let spec = svc.spec.unwrap_or_default();
-        let etp_local = spec.external_traffic_policy.as_deref() == Some("Local");
-        Ok(LbService {
-            index,
-            api_version: Some(item.api_version())
-                .filter(|v| *v != "v1")
-                .map(Into::into),
-            name: svc.metadata.name.unwrap_or_default().into(),
-            namespace: svc.metadata.namespace.map(Into::into),
-            file,
-            class: spec.load_balancer_class.map(Into::into),
-            etp_local,
-            selector: spec.selector.as_ref().filter(|_| etp_local).map(pairs),
-            ingress: svc
-                .status
-                .and_then(|s| s.load_balancer)
-                .and_then(|lb| lb.ingress)
-                .into_iter()
-                .flatten()
-                .filter_map(|i| i.ip.map(Into::into))
-                .collect(),
-            lb_ip: spec
-                .load_balancer_ip
-                .filter(|s| !s.is_empty())
-                .map(Into::into),
-            labels: pairs(svc.metadata.labels.iter().flatten()),
-            annotations,
-            annotations_not_mapping: ann.is_some_and(|a| !a.is_mapping()),
-        })
-    }
-    /// Names the Service (and its file) in a result.
-    pub fn about(&self, r: KrmResult) -> KrmResult {
-        r.about_svc(self)
-    }
-}
-
-/// Names a Service read into an [`LbService`] in a result, as [`KrmResult::about`] names an item.
-pub trait AboutService {
-    /// Sets the result's resource and file to the Service's.
-    fn about_svc(self, svc: &LbService) -> Self;
-}
-
-impl AboutService for KrmResult {
-    fn about_svc(self, svc: &LbService) -> Self {
-        let file = svc.file.as_ref().map(|(path, index)| FileRef {
-            path: path.to_string(),
-            index: *index,
-        });
-        self.about_item(
-            ResourceRef {
-                api_version: svc.api_version.as_deref().unwrap_or("v1").to_owned(),
-                kind: "Service".into(),
-                name: svc.name.to_string(),
-                namespace: svc.namespace.as_ref().map(ToString::to_string),
-            },
-            file,
-        )
-    }
-}
-
-impl LbService {
-    /// `{metadata: {labels, annotations}}` with the labels and the kept annotations, the shape
-    /// the Service patch and its report are computed on (see `services::patch`).
-    pub fn meta(&self) -> Value {
-        let mut meta = serde_yaml::Mapping::new();
-        if !self.labels.is_empty() {
-            let labels = self
-                .labels
-                .iter()
-                .map(|(k, v)| (Value::from(&**k), Value::from(&**v)))
-                .collect();
-            meta.insert("labels".into(), Value::Mapping(labels));
-        }
-        if self.annotations_not_mapping {
-            meta.insert("annotations".into(), Value::Null);
-        } else if !self.annotations.is_empty() {
-            let ann = self
-                .annotations
-                .iter()
-                .map(|(k, v)| {
-                    (
-                        Value::from(&**k),
-                        v.as_deref().map_or(Value::Null, Value::from),
-                    )
-                })
-                .collect();
-            meta.insert("annotations".into(), Value::Mapping(ann));
-        }
-        let mut root = serde_yaml::Mapping::new();
-        root.insert("metadata".into(), Value::Mapping(meta));
-        Value::Mapping(root)
-    }
-    /// `metadata.namespace`, or `default`.
-    pub fn namespace(&self) -> &str {
-        self.namespace.as_deref().unwrap_or("default")
-    }
-    /// `metadata.name`.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-    /// `metadata.labels`.
-    pub fn labels(&self) -> Labels {
-        self.labels
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-    /// One label.
-    pub fn label(&self, key: &str) -> Option<&str> {
-        self.labels
-            .binary_search_by(|(k, _)| (**k).cmp(key))
-            .ok()
-            .map(|i| &*self.labels[i].1)
-    }
-    /// A MetalLB annotation by suffix (`address-pool`): the current key first, then the
-    /// deprecated one, as MetalLB reads them.
-    pub fn metallb_annotation(&self, suffix: &str) -> Option<&str> {
-        [METALLB_PREFIX, METALLB_OLD_PREFIX]
-            .iter()
-            .find_map(|prefix| {
-                self.annotations.iter().find_map(|(k, v)| {
-                    (k.strip_prefix(prefix) == Some(suffix))
-                        .then_some(v.as_deref())
-                        .flatten()
-                })
-            })
-    }
-    /// `spec.loadBalancerClass`.
-    pub fn class(&self) -> Option<&str> {
-        self.class.as_deref()
-    }
-    /// `spec.externalTrafficPolicy == Local`.
-    pub fn etp_local(&self) -> bool {
-        self.etp_local
-    }
-    /// `spec.selector` (sorted by key) of an `externalTrafficPolicy: Local` Service, for
-    /// sharing compatibility (`None` for other Services).
-    pub fn selector(&self) -> Option<&[Pair]> {
-        self.selector.as_deref()
-    }
-    /// IPs in `status.loadBalancer.ingress`.
-    pub fn ingress_ips(&self) -> Vec<String> {
-        self.ingress.iter().map(ToString::to_string).collect()
-    }
-    /// `spec.loadBalancerIP` (deprecated field both controllers honour).
-    pub fn spec_lb_ip(&self) -> Option<&str> {
-        self.lb_ip.as_deref()
-    }
 }
 
 /// How MetalLB is installed, as found among the items.
@@ -485,6 +244,10 @@ pub struct Reader {
     errors: Vec<KrmResult>,
     /// File paths of the Services read so far, shared between them.
     paths: BTreeMap<String, Arc<str>>,
+    /// The strings of the Services read so far.
+    store: Store,
+    /// The empty store Services point at until [`Reader::finish`].
+    detached: Arc<Store>,
 }
 
 impl crate::krm::io::Observer for Reader {
@@ -498,12 +261,18 @@ impl Reader {
     pub fn finish(mut self) -> (Inventory, Vec<KrmResult>) {
         // Grown by doubling while the items streamed in: give back the unused half.
         self.inv.services.shrink_to_fit();
+        self.store.shrink_to_fit();
+        let store = Arc::new(self.store);
+        for svc in &mut self.inv.services {
+            svc.attach(&store);
+        }
         (self.inv, self.errors)
     }
 
     /// Reads one item; false for Services (the engine may release their trees).
     pub fn observe(&mut self, index: usize, item: &Value) -> bool {
         let (inv, errors, paths) = (&mut self.inv, &mut self.errors, &mut self.paths);
+        let (store, detached) = (&mut self.store, &self.detached);
         if is_local_config(item) {
             return true;
         }
@@ -555,7 +324,7 @@ impl Reader {
                 if str_at(item, &["spec", "type"]) != Some("LoadBalancer") {
                     return false;
                 }
-                match LbService::read(index, item, paths) {
+                match LbService::read(index, item, paths, store, detached) {
                     Ok(svc) => inv.services.push(svc),
                     Err(e) => errors.push(
                         KrmResult::error(format!("cannot read Service: {e}"))

@@ -16,6 +16,7 @@ mod metallb;
 mod policies;
 mod report;
 mod selector;
+mod service;
 mod services;
 mod translate;
 mod values;

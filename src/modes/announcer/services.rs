@@ -145,7 +145,7 @@ pub fn plan(
     results: &mut Vec<KrmResult>,
 ) -> Vec<ServicePlan> {
     let keys = CiliumKeys::for_version(version);
-    let mut plans = Vec::new();
+    let mut plans = Vec::with_capacity(inv.services.len());
     let pools: BTreeMap<&str, &super::inputs::Pool> =
         inv.pools.iter().map(|p| (p.name.as_str(), p)).collect();
     for (si, svc) in inv.services.iter().enumerate() {
@@ -289,7 +289,7 @@ fn sharing(
             }
         }
         let local: Vec<&&LbService> = svcs.iter().filter(|s| s.etp_local()).collect();
-        let selectors: BTreeSet<Option<&[super::inputs::Pair]>> =
+        let selectors: BTreeSet<Option<Vec<(&str, &str)>>> =
             local.iter().map(|s| s.selector()).collect();
         let differing = local.len() > 1 && (selectors.len() > 1 || selectors.contains(&None));
         if differing {
