@@ -4,7 +4,7 @@
 //! generated YAML, policies likewise, the Service's labels after the rewrite), and compares.
 //! Any Service that would lose its IP or change announcing nodes/interfaces is an error.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_yaml::Value;
 
@@ -12,7 +12,7 @@ use super::cilium::{IpPool, L2Policy, SVC_NAME_LABEL, SVC_NAMESPACE_LABEL, inter
 use super::inputs::{AboutService, Inventory, LbService, Pool};
 use super::ipam::{CiliumBlock, parse_ip};
 use super::policies::advertised_pools;
-use super::selector::{self, Labels, canonical};
+use super::selector::{self, Labels, Matcher, canonical};
 use super::services::ServicePlan;
 use crate::krm::KrmResult;
 
@@ -44,13 +44,19 @@ fn describe(set: &BTreeSet<Announcement>) -> String {
 
 /// MetalLB: may `svc` allocate from `pool` by `serviceAllocation`? `None` when unknown
 /// (namespace selectors without Namespace items).
-fn metallb_admits(pool: &Pool, svc: &LbService, inv: &Inventory) -> Option<bool> {
+/// `namespaces` is the pool's `serviceAllocation.namespaces` as a set.
+fn metallb_admits(
+    pool: &Pool,
+    namespaces: &HashSet<&str>,
+    svc: &LbService,
+    inv: &Inventory,
+) -> Option<bool> {
     let Some(alloc) = &pool.spec.service_allocation else {
         return Some(true);
     };
     let ns = svc.namespace();
     let unrestricted = alloc.namespaces.is_empty() && alloc.namespace_selectors.is_empty();
-    let ns_ok = if unrestricted || alloc.namespaces.iter().any(|n| n == ns) {
+    let ns_ok = if unrestricted || namespaces.contains(ns) {
         true
     } else if alloc.namespace_selectors.is_empty() {
         false
@@ -82,10 +88,14 @@ pub struct Proof<'a> {
     covered_ann: Vec<BTreeSet<Announcement>>,
     /// MetalLB's announcements by (pool, advertisements that apply to the Service).
     before_cache: HashMap<(String, Vec<usize>), BTreeSet<Announcement>>,
-    /// Cilium pools, read back from the emitted objects, with their blocks.
-    cilium_pools: Vec<(&'a IpPool, Vec<CiliumBlock>)>,
-    /// What each policy that announces LoadBalancer IPs announces.
-    policy_ann: Vec<(&'a L2Policy, Announcement)>,
+    /// Cilium pools, read back from the emitted objects, with their blocks and prepared service
+    /// selectors.
+    cilium_pools: Vec<CiliumPool<'a>>,
+    /// What each policy that announces LoadBalancer IPs announces, with its prepared service
+    /// selector.
+    policy_ann: Vec<(Option<Matcher<'a>>, Announcement)>,
+    /// `serviceAllocation.namespaces` of each MetalLB pool ([`Inventory::pools`] order).
+    pool_namespaces: Vec<HashSet<&'a str>>,
     /// Cilium's announcements by the policies that select the Service.
     after_cache: HashMap<Vec<usize>, BTreeSet<Announcement>>,
     checked: usize,
@@ -93,6 +103,9 @@ pub struct Proof<'a> {
     lines: usize,
     results: Vec<KrmResult>,
 }
+
+/// A Cilium pool as the proof reads it: the object, its blocks, its service selector.
+type CiliumPool<'a> = (&'a IpPool, Vec<CiliumBlock>, Option<Matcher<'a>>);
 
 /// Runs the proof over all plans (the function checks each Service as it goes, see [`Proof`]). `pools`/`policies` are the emitted objects; `after_labels(plan)`
 /// gives the labels of the Service item as rewritten (read from the edited YAML, not from the
@@ -161,7 +174,22 @@ impl<'a> Proof<'a> {
                         )
                     })
                     .collect();
-                (p, blocks)
+                (
+                    p,
+                    blocks,
+                    p.spec.service_selector.as_ref().map(Matcher::new),
+                )
+            })
+            .collect();
+        let pool_namespaces = inv
+            .pools
+            .iter()
+            .map(|p| {
+                p.spec
+                    .service_allocation
+                    .iter()
+                    .flat_map(|a| a.namespaces.iter().map(String::as_str))
+                    .collect()
             })
             .collect();
         let policy_ann = policies
@@ -173,7 +201,8 @@ impl<'a> Proof<'a> {
                         .map(|re| interface_from_regex(re).unwrap_or_else(|| re.clone()))
                         .collect()
                 });
-                (p, (canonical(p.spec.node_selector.as_ref()), ifs))
+                let selector = p.spec.service_selector.as_ref().map(Matcher::new);
+                (selector, (canonical(p.spec.node_selector.as_ref()), ifs))
             })
             .collect();
         Proof {
@@ -183,6 +212,7 @@ impl<'a> Proof<'a> {
             before_cache: HashMap::new(),
             cilium_pools,
             policy_ann,
+            pool_namespaces,
             after_cache: HashMap::new(),
             checked: 0,
             ok: 0,
@@ -231,15 +261,10 @@ impl<'a> Proof<'a> {
         let before_labels = svc.labels();
         labels.insert(SVC_NAMESPACE_LABEL.into(), svc.namespace().to_owned());
         labels.insert(SVC_NAME_LABEL.into(), svc.name().to_owned());
-        let selecting: Vec<&(&IpPool, Vec<CiliumBlock>)> = self
+        let selecting: Vec<&CiliumPool> = self
             .cilium_pools
             .iter()
-            .filter(|(p, _)| {
-                p.spec
-                    .service_selector
-                    .as_ref()
-                    .is_none_or(|s| selector::matches(s, &labels))
-            })
+            .filter(|(_, _, sel)| sel.as_ref().is_none_or(|s| s.matches(&labels)))
             .collect();
         let mut errors = Vec::new();
         // 1. Addresses: every IP must be allocatable from a pool that selects the Service, and
@@ -252,9 +277,9 @@ impl<'a> Proof<'a> {
             };
             let home = selecting
                 .iter()
-                .find(|(_, blocks)| blocks.iter().any(|b| b.allows(ip)));
+                .find(|(_, blocks, _)| blocks.iter().any(|b| b.allows(ip)));
             match home {
-                Some((p, _)) => {
+                Some((p, _, _)) => {
                     if let Some(before) = &plan.pool
                         && before != &p.metadata.name
                     {
@@ -269,9 +294,9 @@ impl<'a> Proof<'a> {
                     let holder = self
                         .cilium_pools
                         .iter()
-                        .find(|(_, blocks)| blocks.iter().any(|b| b.allows(ip)));
+                        .find(|(_, blocks, _)| blocks.iter().any(|b| b.allows(ip)));
                     errors.push(match holder {
-                        Some((p, _)) => format!(
+                        Some((p, _, _)) => format!(
                             "IP {ip_text} lies in Cilium pool {} whose serviceSelector does not select the Service: \
                              LB-IPAM would strip the IP and allocate another one",
                             p.metadata.name
@@ -291,16 +316,17 @@ impl<'a> Proof<'a> {
             let before: BTreeSet<String> = inv
                 .pools
                 .iter()
-                .filter(|p| match &plan.pool {
+                .zip(&self.pool_namespaces)
+                .filter(|(p, _)| match &plan.pool {
                     Some(requested) => &p.name == requested,
                     None => p.auto_assign(),
                 })
-                .filter(|p| metallb_admits(p, svc, inv) != Some(false))
-                .map(|p| p.name.clone())
+                .filter(|(p, ns)| metallb_admits(p, ns, svc, inv) != Some(false))
+                .map(|(p, _)| p.name.clone())
                 .collect();
             let after: BTreeSet<String> = selecting
                 .iter()
-                .map(|(p, _)| p.metadata.name.clone())
+                .map(|(p, _, _)| p.metadata.name.clone())
                 .collect();
             if before != after {
                 errors.push(format!(
@@ -318,12 +344,7 @@ impl<'a> Proof<'a> {
             .policy_ann
             .iter()
             .enumerate()
-            .filter(|(_, (p, _))| {
-                p.spec
-                    .service_selector
-                    .as_ref()
-                    .is_none_or(|s| selector::matches(s, &labels))
-            })
+            .filter(|(_, (sel, _))| sel.as_ref().is_none_or(|s| s.matches(&labels)))
             .map(|(i, _)| i)
             .collect();
         let policy_ann = &self.policy_ann;
