@@ -153,13 +153,12 @@ impl<'a> Cutover<'a> {
         let mut rewritten = 0usize;
         for plan in plans {
             let svc = &self.inv.services[plan.service];
-            let meta = svc.meta();
-            let ops = services::patch(&meta, &plan, self.phase, &pool_label);
+            let ops = services::patch(svc, &plan, self.phase, &pool_label);
             if let Some(ops) = &ops {
                 rewritten += 1;
                 if rewritten <= coverage::MAX_SERVICE_LINES {
                     self.results.push(svc.about(service_change(
-                        &meta,
+                        &svc.meta(),
                         ops,
                         self.phase,
                         &pool_label,

@@ -267,6 +267,25 @@ impl LbService {
             .ok()
             .map(|i| self.s(labels[i].1))
     }
+    /// A kept annotation (MetalLB or Cilium LB-IPAM key) with a string value.
+    pub fn kept_annotation(&self, key: &str) -> Option<&str> {
+        let annotations = self.annotations.of(&self.store.annotations);
+        annotations
+            .iter()
+            .find(|(k, _)| self.s(*k) == key)
+            .and_then(|(_, v)| v.map(|v| self.s(v)))
+    }
+    /// The kept annotation keys, in item order.
+    pub fn kept_annotation_keys(&self) -> impl Iterator<Item = &str> {
+        self.annotations
+            .of(&self.store.annotations)
+            .iter()
+            .map(|(k, _)| self.s(*k))
+    }
+    /// `metadata.annotations` is there but not a mapping (`annotations: ~`).
+    pub fn annotations_not_mapping(&self) -> bool {
+        self.annotations_not_mapping
+    }
     /// A MetalLB annotation by suffix (`address-pool`): the current key first, then the
     /// deprecated one, as MetalLB reads them.
     pub fn metallb_annotation(&self, suffix: &str) -> Option<&str> {

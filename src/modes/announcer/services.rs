@@ -336,40 +336,29 @@ fn mapping_at<'a>(root: &'a mut Value, keys: &[&str]) -> Option<&'a mut Mapping>
 /// still runs and must keep its view). `None` when nothing changes. The result is exactly
 /// [`rewrite`]'s (checked by `patch_equals_rewrite`).
 pub fn patch(
-    item: &Value,
+    svc: &LbService,
     plan: &ServicePlan,
     phase: Phase,
     pool_label: &str,
 ) -> Option<Vec<PatchOp>> {
-    if !item.is_mapping() {
-        return None;
-    }
-    let meta = item.get("metadata").and_then(Value::as_mapping);
-    let field = |key: &str| meta.and_then(|m| m.get(key));
     let mut ops = Vec::new();
-    if let Some(value) = &plan.label {
-        let current = field("labels")
-            .and_then(Value::as_mapping)
-            .and_then(|l| l.get(pool_label));
-        if current != Some(&Value::from(value.as_str())) {
-            ops.push(PatchOp::set_label(pool_label, value));
-        }
+    if let Some(value) = &plan.label
+        && svc.label(pool_label) != Some(value.as_str())
+    {
+        ops.push(PatchOp::set_label(pool_label, value));
     }
     let needs_annotations = !plan.add.is_empty() || phase == Phase::Cutover;
     let mut annotation_ops = false;
     if needs_annotations {
-        let ann = field("annotations").and_then(Value::as_mapping);
         for (k, v) in &plan.add {
-            if ann.and_then(|a| a.get(k.as_str())) != Some(&Value::from(v.as_str())) {
+            if svc.kept_annotation(k) != Some(v.as_str()) {
                 ops.push(PatchOp::set_annotation(k, v));
                 annotation_ops = true;
             }
         }
         if phase == Phase::Cutover {
-            for k in ann.into_iter().flat_map(Mapping::keys) {
-                if let Some(k) = k.as_str()
-                    && (k.starts_with(METALLB_PREFIX) || k.starts_with(METALLB_OLD_PREFIX))
-                {
+            for k in svc.kept_annotation_keys() {
+                if k.starts_with(METALLB_PREFIX) || k.starts_with(METALLB_OLD_PREFIX) {
                     ops.push(PatchOp::remove_annotation(k));
                     annotation_ops = true;
                 }
@@ -381,8 +370,7 @@ pub fn patch(
     }
     // `rewrite` turns an `annotations:` that is there but not a mapping (`annotations: ~`) into
     // `{}` whenever it looks at the annotations, even when it sets none.
-    if needs_annotations && !annotation_ops && field("annotations").is_some_and(|a| !a.is_mapping())
-    {
+    if needs_annotations && !annotation_ops && svc.annotations_not_mapping() {
         ops.push(PatchOp::Set {
             path: vec!["metadata".into(), "annotations".into()],
             value: Value::Mapping(Mapping::new()),
@@ -489,8 +477,10 @@ pub fn rewrite(item: &Value, plan: &ServicePlan, phase: Phase, pool_label: &str)
 mod tests {
     use super::*;
 
-    /// Applying [`patch`]'s operations gives exactly [`rewrite`]'s item, key order included, on
-    /// Services with and without labels and annotations, null ones, and in every phase.
+    /// Applying [`patch`]'s operations (computed from the [`LbService`] read from the item, as the
+    /// function does) gives exactly [`rewrite`]'s item, key order included, on Services with and
+    /// without labels and annotations, null ones, and in every phase. Items the Service decode
+    /// rejects (a number as label value) never reach the patch.
     #[test]
     fn patch_equals_rewrite() {
         let metas = [
@@ -511,9 +501,17 @@ mod tests {
                 ("lbipam.cilium.io/sharing-key".to_string(), "k".to_string()),
             ]),
         ];
+        let mut read = 0;
         for meta in metas {
-            let item: Value = serde_yaml::from_str(&format!("kind: Service\n{meta}spec: {{}}\n"))
-                .unwrap_or(Value::Null);
+            let item: Value = serde_yaml::from_str(&format!(
+                "apiVersion: v1\nkind: Service\n{meta}spec: {{type: LoadBalancer}}\n"
+            ))
+            .unwrap_or(Value::Null);
+            let (inv, _) = super::super::inputs::read(std::slice::from_ref(&item));
+            let Some(svc) = inv.services.first() else {
+                continue;
+            };
+            read += 1;
             for label in [None, Some("p1".to_string())] {
                 for add in &adds {
                     for phase in [Phase::Prepare, Phase::StopSpeaker, Phase::Cutover] {
@@ -526,7 +524,7 @@ mod tests {
                             add: add.clone().into_iter().collect(),
                         };
                         let want = rewrite(&item, &plan, phase, "pool");
-                        let got = patch(&item, &plan, phase, "pool").map(|ops| {
+                        let got = patch(svc, &plan, phase, "pool").map(|ops| {
                             let mut out = item.clone();
                             for op in &ops {
                                 assert!(op.apply_to(&mut out));
@@ -545,5 +543,6 @@ mod tests {
                 }
             }
         }
+        assert_eq!(read, metas.len() - 1, "only the numeric label is rejected");
     }
 }
