@@ -71,10 +71,11 @@ fn single_line_value(rest: &str) -> bool {
 
 /// The item's lines (content only) when the text has the kpt shape at all.
 fn lines(text: &str) -> Option<Vec<&str>> {
-    if text.contains(['\r', '\t']) || !text.starts_with("- ") {
+    if !text.starts_with("- ") || text.bytes().any(|b| b == b'\r' || b == b'\t') {
         return None;
     }
-    Some(text.lines().collect())
+    let text = text.strip_suffix('\n').unwrap_or(text);
+    Some(text.split('\n').collect())
 }
 
 /// Line positions of the metadata block and its editable maps.
@@ -114,13 +115,13 @@ fn top<'t>(lines: &[&'t str]) -> Option<(Vec<&'t str>, Option<Meta>)> {
     let mut meta: Option<Meta> = None;
     for i in 0..lines.len() {
         let line = lines[i];
-        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+        let at = if i == 0 { 2 } else { indent(line) };
+        if line.len() == at || line.as_bytes()[at] == b'#' {
             if meta.as_ref().is_some_and(|m| m.end == i) {
                 return None; // blank or comment line inside metadata
             }
             continue;
         }
-        let at = if i == 0 { 2 } else { indent(line) };
         if i > 0 && at < 2 {
             return None;
         }
