@@ -17,3 +17,19 @@ pub use io::{InputError, ResourceList};
 pub use object::{KrmObject, ObjectRef};
 pub use outcome::{Edit, Outcome, PatchOp};
 pub use result::{FieldRef, FileRef, KrmResult, ResourceRef, Severity};
+
+/// Frees `garbage` on a short-lived thread. A run builds millions of small allocations (every
+/// YAML node of every item kept); freeing them one by one took about a
+/// fifth of a 10k-Service run, all of it after the output was ready. The binary exits as soon as
+/// stdout is written, so the thread's work is mostly never waited for. Where threads are not
+/// available (WASI) the value is dropped right here, as before.
+pub fn free_in_background<T: Send + 'static>(garbage: T) {
+    let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(garbage)));
+    let theirs = std::sync::Arc::clone(&slot);
+    let spawned = std::thread::Builder::new()
+        .name("cutover-free".into())
+        .spawn(move || drop(theirs.lock().ok().and_then(|mut g| g.take())));
+    if spawned.is_err() {
+        drop(slot.lock().ok().and_then(|mut g| g.take()));
+    }
+}

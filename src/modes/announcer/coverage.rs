@@ -224,7 +224,9 @@ impl<'a> Proof<'a> {
     /// MetalLB's announcements of `pool` for a Service with `labels`: the union over the
     /// advertisements covering the pool whose service selectors admit the Service. Services
     /// mostly share a handful of such combinations, so each set is built once.
-    fn before_for(&mut self, pool: &str, labels: &Labels) -> BTreeSet<Announcement> {
+    fn before_for(&mut self, pool: &str, svc: &LbService) -> BTreeSet<Announcement> {
+        // The Service's labels, read only if an advertisement has service selectors.
+        let mut labels: Option<Labels> = None;
         let applying: Vec<usize> = self
             .covered
             .iter()
@@ -232,11 +234,9 @@ impl<'a> Proof<'a> {
             .filter(|(_, (pools, ad))| {
                 pools.contains(pool)
                     && (ad.spec.service_selectors.is_empty()
-                        || ad
-                            .spec
-                            .service_selectors
-                            .iter()
-                            .any(|s| selector::matches(s, labels)))
+                        || ad.spec.service_selectors.iter().any(|s| {
+                            selector::matches(s, labels.get_or_insert_with(|| svc.labels()))
+                        }))
             })
             .map(|(i, _)| i)
             .collect();
@@ -258,7 +258,6 @@ impl<'a> Proof<'a> {
         let inv = self.inv;
         let svc = &inv.services[plan.service];
         let mut labels = after_labels;
-        let before_labels = svc.labels();
         labels.insert(SVC_NAMESPACE_LABEL.into(), svc.namespace().to_owned());
         labels.insert(SVC_NAME_LABEL.into(), svc.name().to_owned());
         let selecting: Vec<&CiliumPool> = self
@@ -357,7 +356,7 @@ impl<'a> Proof<'a> {
             .clone();
         let mut before_ann = BTreeSet::new();
         for pool in &candidate_pools {
-            let b = self.before_for(pool, &before_labels);
+            let b = self.before_for(pool, svc);
             if before_ann.is_empty() {
                 before_ann = b;
             } else if before_ann != b {

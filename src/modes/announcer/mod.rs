@@ -49,11 +49,25 @@ pub fn run_read(
     function_config: Option<&Value>,
     read: (Inventory, Vec<KrmResult>),
 ) -> Outcome {
-    let (inv, mut results) = read;
+    let (inv, results) = read;
+    let outcome = run_inventory(spec, items, function_config, &inv, results);
+    // 10k Services' facts: freed off the critical path, like the engine's garbage.
+    crate::krm::free_in_background(inv);
+    outcome
+}
+
+/// [`run_read`] on the inventory, which the caller frees.
+fn run_inventory(
+    spec: &LoadBalancerAnnouncerSpec,
+    items: &[Value],
+    function_config: Option<&Value>,
+    inv: &Inventory,
+    mut results: Vec<KrmResult>,
+) -> Outcome {
     // Errors in the switch itself stay errors even in plan mode: the run cannot tell which
     // announcer is wanted.
     let mut switch_errors = Vec::new();
-    let announcer = resolve_announcer(spec, &inv, items, &mut switch_errors);
+    let announcer = resolve_announcer(spec, inv, items, &mut switch_errors);
     let mut outcome = if inv.pools.is_empty() && inv.adverts.is_empty() && inv.bgp.is_empty() {
         results.push(KrmResult::info(
             "no MetalLB IPAddressPool, L2Advertisement or BGP object among the items: nothing to migrate",
@@ -69,7 +83,7 @@ pub fn run_read(
         } else {
             spec.phase
         };
-        let mut out = Cutover::new(spec, phase, plan_mode, &inv, items, function_config).run();
+        let mut out = Cutover::new(spec, phase, plan_mode, inv, items, function_config).run();
         results.append(&mut out.results);
         Outcome {
             edits: out.edits,
