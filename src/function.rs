@@ -181,7 +181,7 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
 fn edits_on_released(
     text: &str,
     spans: Option<&[std::ops::Range<usize>]>,
-    released: &mut std::collections::BTreeMap<usize, krm::io::Released>,
+    released: &mut krm::io::ReleasedItems,
     items: &mut [serde_yaml::Value],
     edits: Vec<krm::Edit>,
     text_patches: &mut HashMap<usize, Vec<krm::PatchOp>>,
@@ -197,7 +197,7 @@ fn edits_on_released(
     let mut rest = Vec::with_capacity(edits.len());
     for edit in edits {
         if let krm::Edit::Patch { index, ops } = &edit
-            && let Some(r) = released.get(index)
+            && let Some(r) = released.get(*index)
         {
             if splice::can_patch(r.text_maps, ops) && !ops.iter().any(apply::may_move_file) {
                 if let krm::Edit::Patch { index, ops } = edit {
@@ -208,7 +208,7 @@ fn edits_on_released(
             items[*index] = krm::io::parse_item(text, spans[*index].clone()).ok_or_else(|| {
                 KrmResult::error(format!("internal error: item {index} does not parse again"))
             })?;
-            released.remove(index);
+            released.remove(*index);
         }
         rest.push(edit);
     }
@@ -256,7 +256,7 @@ fn fill_missing_files(
     if let Some(spans) = &list.item_spans
         && results.iter().any(|r| missing(&files, r))
     {
-        for &i in list.released.keys() {
+        for i in list.released.indices() {
             if let Some(item) = krm::io::parse_item(text, spans[i].clone())
                 && let Some(file) = item.file_ref()
             {

@@ -1,10 +1,10 @@
 //! Applying a mode's edits to the items, and the invariants kpt enforces on the output.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use serde_yaml::Value;
 
-use super::io::Released;
+use super::io::ReleasedItems;
 use super::object::{KrmObject, set_file};
 use super::outcome::{Edit, PatchOp};
 use super::result::{FileRef, KrmResult};
@@ -26,7 +26,7 @@ enum Change {
 /// Returns, for every output item, the index of the input item it is when it is unchanged
 /// (`None` for replaced, patched and added items), so the writer can copy unchanged items verbatim.
 pub fn apply(items: &mut Vec<Value>, edits: Vec<Edit>) -> Result<Vec<Option<usize>>, KrmResult> {
-    apply_into(items, edits, &BTreeMap::new(), &mut Vec::new())
+    apply_into(items, edits, &ReleasedItems::default(), &mut Vec::new())
 }
 
 /// [`apply`], moving the replaced and removed input items into `dropped` instead of freeing them,
@@ -37,7 +37,7 @@ pub fn apply(items: &mut Vec<Value>, edits: Vec<Edit>) -> Result<Vec<Option<usiz
 pub fn apply_into(
     items: &mut Vec<Value>,
     edits: Vec<Edit>,
-    released: &BTreeMap<usize, Released>,
+    released: &ReleasedItems,
     dropped: &mut Vec<Value>,
 ) -> Result<Vec<Option<usize>>, KrmResult> {
     let count = items.len();
@@ -68,7 +68,7 @@ pub fn apply_into(
         }
         if let Change::Patch(ops) = &change
             && (!items[index].is_mapping()
-                || released.contains_key(&index)
+                || released.get(index).is_some()
                 || ops.iter().any(|op| op.path().is_empty()))
         {
             return Err(KrmResult::error(format!(
@@ -100,8 +100,8 @@ pub fn apply_into(
         .iter()
         .enumerate()
         .filter_map(|(i, item)| match changes.get(&i) {
-            None => Some(match released.get(&i) {
-                Some(r) => Seen::Released(&r.file),
+            None => Some(match released.get(i) {
+                Some(r) => Seen::Released(r.file()),
                 None => Seen::Item(item),
             }),
             Some(Change::Replace(new)) => Some(Seen::Item(new)),
@@ -163,7 +163,7 @@ pub fn may_move_file(op: &PatchOp) -> bool {
 enum Seen<'a> {
     Item(&'a Value),
     /// A released item: its file, read at parse time (text patches never move files).
-    Released(&'a Option<FileRef>),
+    Released(Option<FileRef>),
 }
 
 /// kpt rejects output where two items share a path and index; catch it here with a clear message.
@@ -172,7 +172,7 @@ fn check_unique_files<'a>(items: impl Iterator<Item = Seen<'a>>) -> Result<(), K
     for item in items {
         let file = match &item {
             Seen::Item(v) => v.file_ref(),
-            Seen::Released(file) => (*file).clone(),
+            Seen::Released(file) => file.clone(),
         };
         if let Some(file) = file
             && !seen.insert((file.path.clone(), file.index))

@@ -3,7 +3,7 @@
 //! Items stay `serde_yaml::Value`s: key order, list order and fields no schema knows survive a
 //! round trip untouched. Only the parts a mode reads are decoded into typed structs, by the mode.
 
-use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_yaml::{Mapping, Value};
 
@@ -34,16 +34,71 @@ pub struct ResourceList {
     /// `item_spans` is known): `items` holds an empty mapping in their place, and this map their
     /// file, for the output checks. The engine copies them from the input text, patches that
     /// text ([`super::splice`]) or parses them again ([`parse_item`]) when an edit needs it.
-    pub released: BTreeMap<usize, Released>,
+    pub released: ReleasedItems,
 }
 
 /// What the engine keeps of a released item besides its text.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Released {
-    /// Its file, for the output checks.
-    pub file: Option<FileRef>,
+    /// Its file path (shared between the items of one file) and index, for the output checks.
+    file: Option<(Arc<str>, u64)>,
     /// Which metadata maps edits may patch in its text ([`super::splice::patchable_maps`]).
     pub text_maps: [bool; 2],
+}
+
+impl Released {
+    /// Its file, as the path and index annotations gave it.
+    pub fn file(&self) -> Option<FileRef> {
+        self.file.as_ref().map(|(path, index)| FileRef {
+            path: path.to_string(),
+            index: *index,
+        })
+    }
+}
+
+/// The released items of a list by input index: one slot per item, filled as the items are
+/// parsed (no allocation per item: long-lived small allocations between the parse's short-lived
+/// trees fragmented the heap at 100k items).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReleasedItems {
+    slots: Vec<Option<Released>>,
+    count: usize,
+}
+
+impl ReleasedItems {
+    fn insert(&mut self, index: usize, released: Released) {
+        if self.slots.len() <= index {
+            self.slots.resize(index + 1, None);
+        }
+        if self.slots[index].replace(released).is_none() {
+            self.count += 1;
+        }
+    }
+    /// The released item `index`, if it is one.
+    pub fn get(&self, index: usize) -> Option<&Released> {
+        self.slots.get(index).and_then(Option::as_ref)
+    }
+    /// Marks item `index` as kept again (its tree was restored).
+    pub fn remove(&mut self, index: usize) -> Option<Released> {
+        let taken = self.slots.get_mut(index).and_then(Option::take);
+        self.count -= usize::from(taken.is_some());
+        taken
+    }
+    /// How many items are released.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+    /// True when every item is kept.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+    /// Indices of the released items, ascending.
+    pub fn indices(&self) -> impl Iterator<Item = usize> + '_ {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.as_ref().map(|_| i))
+    }
 }
 
 /// Sees every item right after it is parsed, in input order, and says whether the engine must
@@ -249,7 +304,11 @@ fn parse_by_item<O: Observer>(
     }
     let fc = root.get("functionConfig").filter(|fc| fc.is_mapping());
     let mut seen = observer(fc);
-    let mut released = BTreeMap::new();
+    let mut released = ReleasedItems {
+        slots: Vec::with_capacity(spans.len()),
+        count: 0,
+    };
+    let mut paths: std::collections::HashSet<Arc<str>> = std::collections::HashSet::new();
     let mut items = Vec::with_capacity(spans.len());
     let mut chunk = String::new();
     for (index, span) in spans.iter().enumerate() {
@@ -274,7 +333,17 @@ fn parse_by_item<O: Observer>(
             items.push(item);
         } else {
             let text_maps = super::splice::patchable_maps(&text[span.clone()], &item);
-            let file = item.file_ref();
+            let file = item.file_ref().map(|f| {
+                let path = match paths.get(f.path.as_str()) {
+                    Some(p) => Arc::clone(p),
+                    None => {
+                        let p: Arc<str> = f.path.into();
+                        paths.insert(Arc::clone(&p));
+                        p
+                    }
+                };
+                (path, f.index)
+            });
             released.insert(index, Released { file, text_maps });
             // An empty mapping allocates nothing; the tree goes now.
             items.push(Value::Mapping(Mapping::new()));
@@ -444,7 +513,7 @@ fn from_value(doc: Value) -> Result<ResourceList, InputError> {
         function_config,
         results,
         item_spans: None,
-        released: BTreeMap::new(),
+        released: ReleasedItems::default(),
     })
 }
 
