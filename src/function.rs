@@ -1,5 +1,6 @@
-//! The function as a whole: ResourceList in, ResourceList out. Platform-neutral (no I/O), so the
-//! native binary and the WASI module run exactly the same code.
+//! The function as a whole: ResourceList in, ResourceList out. Platform-neutral (the caller hands
+//! in the input bytes and a sink for the output), so the native binary and the WASI module run
+//! exactly the same code.
 
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};

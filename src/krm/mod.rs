@@ -1,8 +1,11 @@
 //! The KRM engine: reading and writing `ResourceList`s, results, item identity and annotations.
 //!
-//! Nothing in here knows about a mode. Modes receive the input items read-only and return an
-//! [`Outcome`] (edits plus results); the engine applies the edits only when no error result was
-//! produced, so a failing run always writes its items out exactly as they came in.
+//! Nothing in here knows about a mode. A mode sees each item as it is parsed ([`io::Observer`]:
+//! it may keep a few facts and let the engine drop the item's tree), then receives the items
+//! read-only and returns an [`Outcome`] (edits plus results); the engine applies the edits only
+//! when no error result was produced, so a failing run always writes its items out exactly as
+//! they came in. Items whose tree was dropped are copied or patched from their input text
+//! ([`splice`]) when written ([`write`]).
 
 pub mod annotations;
 pub mod apply;
@@ -12,6 +15,7 @@ pub mod object;
 pub mod outcome;
 pub mod result;
 pub mod splice;
+pub mod write;
 
 pub use io::{InputError, ResourceList};
 pub use object::{KrmObject, ObjectRef};
