@@ -5,7 +5,7 @@
 //! read-only and returns an [`Outcome`] (edits plus results); the engine applies the edits only
 //! when no error result was produced, so a failing run always writes its items out exactly as
 //! they came in. Items whose tree was dropped are copied or patched from their input text
-//! ([`splice`]) when written ([`write`]).
+//! ([`splice`]) when written ([`mod@write`]).
 
 pub mod annotations;
 pub mod apply;

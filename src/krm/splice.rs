@@ -9,9 +9,10 @@
 //! `None`, and the engine parses the item again and patches the tree instead.
 //!
 //! The line scan finds keys by indentation. A scalar spanning lines could fool it, so the engine
-//! first checks the scan against the parsed tree while it still has it ([`layout_matches`]: the
+//! first checks the scan against the parsed tree while it still has it ([`patchable_maps`]: the
 //! same top-level keys, `metadata` keys and label/annotation keys in the same order) and patches
-//! text only for items that passed. Lines the ops do not touch are kept byte for byte, as an
+//! text only where that passed and [`can_patch`] accepts the ops, so [`patch_text`] cannot fail
+//! there. Lines the ops do not touch are kept byte for byte, as an
 //! unchanged item's text is.
 
 use std::borrow::Cow;
@@ -215,7 +216,7 @@ fn map_at<'t>(lines: &[&'t str], key: usize, end: usize) -> Option<MapAt<'t>> {
     Some(MapAt { key, entries, end })
 }
 
-/// Which of `metadata.labels` and `metadata.annotations` ([`MAPS`] order) ops may patch in this
+/// Which of `metadata.labels` and `metadata.annotations` (in that order) ops may patch in this
 /// item's text: none unless the line scan sees exactly the structure of the parsed `item` (the
 /// same top-level keys, metadata keys, and label and annotation keys, in the same order); then
 /// each map that is a block map of one-line entries, or absent (ops create it). Items without

@@ -21,7 +21,7 @@ pub enum Source<'a> {
 /// Serializes an output ResourceList: the given items, the input's function config, the input's
 /// results followed by the new ones. Written with [`super::emit`] (see there for why not
 /// `serde_yaml::to_writer`). `verbatim`, when not empty, holds for each item the exact input
-/// text to write instead (unchanged items, see [`ResourceList::item_spans`]).
+/// text to write instead (unchanged items, see [`super::io::ResourceList::item_spans`]).
 pub fn write(
     items: &[Value],
     verbatim: &[Option<&str>],
@@ -33,7 +33,7 @@ pub fn write(
     write_from(items, &sources, function_config, kept_results, new_results)
 }
 
-/// [`write`] with each item's [`Source`]: `sources[i]`, when given, replaces emitting `items[i]`.
+/// [`write()`] with each item's [`Source`]: `sources[i]`, when given, replaces emitting `items[i]`.
 pub fn write_from(
     items: &[Value],
     sources: &[Option<Source>],
@@ -80,7 +80,7 @@ pub enum WriteError {
 /// How much output is built before it goes to the sink.
 const CHUNK: usize = 1 << 16;
 
-/// Writes the output ResourceList (see [`write`]) to `sink` in chunks, so a large output is never
+/// Writes the output ResourceList (see [`write()`]) to `sink` in chunks, so a large output is never
 /// held whole next to the input (for 10k Services that was a fifth of the peak memory). All
 /// serialization that can fail is done before the first byte goes out; after that only the sink
 /// itself can fail.

@@ -235,8 +235,8 @@ pub fn read(items: &[Value]) -> (Inventory, Vec<KrmResult>) {
     reader.finish()
 }
 
-/// Builds the [`Inventory`] item by item, as the engine parses them
-/// ([`crate::krm::io::Observer`]). Services are read into [`LbService`] and their trees
+/// Builds the `Inventory` item by item, as the engine parses them
+/// ([`crate::krm::io::Observer`]). Services are read into `LbService` and their trees
 /// released: they are most of a large platform, and the mode patches them without their tree.
 #[derive(Debug, Default)]
 pub struct Reader {
