@@ -1,9 +1,9 @@
 //! Load-balancer announcer cutover mode (`LoadBalancerAnnouncer`): MetalLB L2 → Cilium LB-IPAM +
 //! L2 announcements without losing a Service IP and without both answering ARP at once.
 //!
-//! Flow (kpt catalog style): read the items ([`inputs`]) → translate pools and advertisements
-//! ([`translate`]) and Services ([`services`]) → edit Helm values ([`values`]) → prove coverage
-//! ([`coverage`]) → emit the edits of the selected phase, or (announcer `metallb`) report them as
+//! Flow (kpt catalog style): read the items (`inputs`) → translate pools and advertisements
+//! (`translate`) and Services (`services`) → edit Helm values (`values`) → prove coverage
+//! (`coverage`) → emit the edits of the selected phase, or (announcer `metallb`) report them as
 //! a plan without changing anything.
 
 mod cilium;
