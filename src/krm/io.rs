@@ -223,10 +223,17 @@ pub fn parse_text_observed<O: Observer>(
 /// Parses one item from its text (a span of [`ResourceList::item_spans`]), as the item-by-item
 /// parse did: for restoring a released item an edit needs as a tree.
 pub fn parse_item(text: &str, span: std::ops::Range<usize>) -> Option<Value> {
-    let mut chunk = String::with_capacity(span.len() + 8);
+    parse_one(&mut String::with_capacity(span.len() + 8), text.get(span)?)
+}
+
+/// One item's text parsed as the only entry of a root `items:` list (same context, nesting
+/// depth and indentation as in the whole document), in `chunk` (reused between items). `None`
+/// unless it is exactly one mapping.
+fn parse_one(chunk: &mut String, item_text: &str) -> Option<Value> {
+    chunk.clear();
     chunk.push_str("items:\n");
-    chunk.push_str(text.get(span)?);
-    let Ok(Value::Mapping(mut one)) = serde_yaml::from_str::<Value>(&chunk) else {
+    chunk.push_str(item_text);
+    let Ok(Value::Mapping(mut one)) = serde_yaml::from_str::<Value>(chunk) else {
         return None;
     };
     let Some(Value::Sequence(mut entry)) = one.remove("items") else {
@@ -312,23 +319,9 @@ fn parse_by_item<O: Observer>(
     let mut items = Vec::with_capacity(spans.len());
     let mut chunk = String::new();
     for (index, span) in spans.iter().enumerate() {
-        chunk.clear();
-        chunk.push_str("items:\n");
-        chunk.push_str(&text[span.clone()]);
-        let Ok(Value::Mapping(mut one)) = serde_yaml::from_str::<Value>(&chunk) else {
-            return None;
-        };
-        let Some(Value::Sequence(mut entry)) = one.remove("items") else {
-            return None;
-        };
-        if entry.len() != 1 || !one.is_empty() {
-            return None;
-        }
-        let item = entry.pop()?;
-        // A non-mapping item is an error the whole-document parse reports.
-        if !item.is_mapping() {
-            return None;
-        }
+        // Not exactly one mapping (a non-mapping item is an error the whole-document parse
+        // reports): decline.
+        let item = parse_one(&mut chunk, &text[span.clone()])?;
         if seen.observe(index, &item) {
             items.push(item);
         } else {
