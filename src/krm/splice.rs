@@ -33,15 +33,27 @@ fn indent(line: &str) -> usize {
 /// `key: rest` or `key:` with a plain key: `(key, rest)`. `None` for anything else (quoted or
 /// complex keys, sequence entries, comments, lines without a `: ` separator).
 fn key_line(content: &str) -> Option<(&str, &str)> {
-    let first = content.chars().next()?;
-    if "-?:,[]{}#&*!|>'\"%@`".contains(first) {
+    let b = content.as_bytes();
+    if b"-?:,[]{}#&*!|>'\"%@`".contains(b.first()?) {
         return None;
     }
-    let (key, rest) = match content.find(": ") {
-        Some(at) => (&content[..at], content[at + 2..].trim_start_matches(' ')),
-        None => (content.strip_suffix(':')?, ""),
+    // One pass to the first `:`: it must end the line or be followed by a space (a `:` inside
+    // the key, or ` #` before it, is not a plain key this scan handles).
+    let mut at = 0;
+    loop {
+        match b.get(at)? {
+            b':' => break,
+            b'#' if b[at - 1] == b' ' => return None,
+            _ => at += 1,
+        }
+    }
+    let rest = match b.get(at + 1) {
+        None => "",
+        Some(b' ') => content[at + 2..].trim_start_matches(' '),
+        Some(_) => return None,
     };
-    if key.is_empty() || key.ends_with(' ') || key.contains(" #") || key.contains(':') {
+    let key = &content[..at];
+    if key.ends_with(' ') {
         return None;
     }
     Some((key, rest.trim_end_matches(' ')))
@@ -250,10 +262,14 @@ pub fn patchable_maps(text: &str, item: &Value) -> [bool; 2] {
     let mut patchable = [true; 2];
     for (name, at) in &maps {
         let ok = at.as_ref().is_some_and(|at| {
-            let keys: Vec<&str> = at.entries.iter().map(|(_, k)| *k).collect();
             tree.get(*name)
                 .and_then(Value::as_mapping)
-                .is_some_and(|m| same(&keys, m))
+                .is_some_and(|m| {
+                    m.len() == at.entries.len()
+                        && m.keys()
+                            .zip(&at.entries)
+                            .all(|(a, (_, b))| a.as_str() == Some(*b))
+                })
         });
         if let Some(i) = MAPS.iter().position(|m| m == name) {
             patchable[i] = ok;

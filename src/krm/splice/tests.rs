@@ -248,3 +248,21 @@ fn ops_outside_metadata_maps_and_multi_line_values_decline() {
         );
     }
 }
+
+#[test]
+fn key_lines_are_plain_keys_only() {
+    assert_eq!(key_line("a: b"), Some(("a", "b")));
+    assert_eq!(key_line("a:"), Some(("a", "")));
+    assert_eq!(
+        key_line("metallb.io/ip:   10.0.0.1  "),
+        Some(("metallb.io/ip", "10.0.0.1"))
+    );
+    assert_eq!(key_line("a: b: c"), Some(("a", "b: c")));
+    assert_eq!(key_line("url: http://x"), Some(("url", "http://x")));
+    for no in [
+        "", "a", "a:b: c", "a:b", "a #x: y", "a : b", "- a: b", "'a': b", "\"a\": b", "? a", "# c",
+        "{a: b}", "&x a: b",
+    ] {
+        assert_eq!(key_line(no), None, "{no:?}");
+    }
+}
