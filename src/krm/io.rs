@@ -3,13 +3,11 @@
 //! Items stay `serde_yaml::Value`s: key order, list order and fields no schema knows survive a
 //! round trip untouched. Only the parts a mode reads are decoded into typed structs, by the mode.
 
-use std::sync::Arc;
-
 use serde_yaml::{Mapping, Value};
 
-use super::object::KrmObject;
+use super::object::{SharedFile, SharedPaths};
 use super::result::FileRef;
-pub use super::write::{Source, WriteError, write, write_from, write_to};
+pub use super::write::{Source, WriteError, write, write_to};
 
 /// `apiVersion` written on every output ResourceList.
 pub const OUTPUT_API_VERSION: &str = "config.kubernetes.io/v1";
@@ -41,7 +39,7 @@ pub struct ResourceList {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Released {
     /// Its file path (shared between the items of one file) and index, for the output checks.
-    file: Option<(Arc<str>, u64)>,
+    file: Option<SharedFile>,
     /// Which metadata maps edits may patch in its text ([`super::splice::patchable_maps`]).
     pub text_maps: [bool; 2],
 }
@@ -49,10 +47,7 @@ pub struct Released {
 impl Released {
     /// Its file, as the path and index annotations gave it.
     pub fn file(&self) -> Option<FileRef> {
-        self.file.as_ref().map(|(path, index)| FileRef {
-            path: path.to_string(),
-            index: *index,
-        })
+        self.file.as_ref().map(SharedFile::file_ref)
     }
 }
 
@@ -315,7 +310,7 @@ fn parse_by_item<O: Observer>(
         slots: Vec::with_capacity(spans.len()),
         count: 0,
     };
-    let mut paths: std::collections::HashSet<Arc<str>> = std::collections::HashSet::new();
+    let mut paths = SharedPaths::default();
     let mut items = Vec::with_capacity(spans.len());
     let mut chunk = String::new();
     for (index, span) in spans.iter().enumerate() {
@@ -326,17 +321,7 @@ fn parse_by_item<O: Observer>(
             items.push(item);
         } else {
             let text_maps = super::splice::patchable_maps(&text[span.clone()], &item);
-            let file = item.file_ref().map(|f| {
-                let path = match paths.get(f.path.as_str()) {
-                    Some(p) => Arc::clone(p),
-                    None => {
-                        let p: Arc<str> = f.path.into();
-                        paths.insert(Arc::clone(&p));
-                        p
-                    }
-                };
-                (path, f.index)
-            });
+            let file = paths.file_of(&item);
             released.insert(index, Released { file, text_maps });
             // An empty mapping allocates nothing; the tree goes now.
             items.push(Value::Mapping(Mapping::new()));

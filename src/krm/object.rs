@@ -1,5 +1,8 @@
 //! Read access to the identity of an item held as a pass-through `serde_yaml::Value`.
 
+use std::collections::HashSet;
+use std::sync::Arc;
+
 use serde_yaml::{Mapping, Value};
 
 use super::annotations;
@@ -150,6 +153,50 @@ pub fn set_file(obj: &mut Value, path: &str, index: usize) {
     set_annotation(obj, annotations::INDEX, &index);
     set_annotation(obj, annotations::INTERNAL_PATH, path);
     set_annotation(obj, annotations::INTERNAL_INDEX, &index);
+}
+
+/// An item's file (path and index annotations) with the path shared between the items of one
+/// file: what the engine keeps of a released item and the announcer of each Service, for
+/// thousands of items naming a few hundred files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedFile {
+    /// The file's path.
+    pub path: Arc<str>,
+    /// The item's index in the file.
+    pub index: u64,
+}
+
+impl SharedFile {
+    /// As a KRM result's `file`.
+    pub fn file_ref(&self) -> FileRef {
+        FileRef {
+            path: self.path.to_string(),
+            index: self.index,
+        }
+    }
+}
+
+/// Hands out [`SharedFile`]s, one path allocation per distinct file.
+#[derive(Debug, Default)]
+pub struct SharedPaths(HashSet<Arc<str>>);
+
+impl SharedPaths {
+    /// The file of `item`, if its annotations name one.
+    pub fn file_of(&mut self, item: &Value) -> Option<SharedFile> {
+        let f = item.file_ref()?;
+        let path = match self.0.get(f.path.as_str()) {
+            Some(p) => Arc::clone(p),
+            None => {
+                let p: Arc<str> = f.path.into();
+                self.0.insert(Arc::clone(&p));
+                p
+            }
+        };
+        Some(SharedFile {
+            path,
+            index: f.index,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //! The line scan finds keys by indentation. A scalar spanning lines could fool it, so the engine
 //! first checks the scan against the parsed tree while it still has it ([`patchable_maps`]: the
 //! same top-level keys, `metadata` keys and label/annotation keys in the same order) and patches
-//! text only where that passed and [`can_patch`] accepts the ops, so [`patch_text`] cannot fail
+//! text only where that passed and [`can_patch`] accepts the ops, so [`patch_text_into`] cannot fail
 //! there. Lines the ops do not touch are kept byte for byte, as an
 //! unchanged item's text is.
 
@@ -278,7 +278,7 @@ pub fn patchable_maps(text: &str, item: &Value) -> [bool; 2] {
     patchable
 }
 
-/// Whether [`patch_text`] applies `ops` to a text whose [`patchable_maps`] are `maps`: every op
+/// Whether [`patch_text_into`] applies `ops` to a text whose [`patchable_maps`] are `maps`: every op
 /// sets or removes `metadata.<map>.<key>` of a patchable map, with a one-line string value.
 pub fn can_patch(maps: [bool; 2], ops: &[PatchOp]) -> bool {
     ops.iter().all(|op| {
@@ -317,14 +317,16 @@ fn entry(key: &str, value: &str, indent: usize) -> String {
     out
 }
 
-/// Applies `ops` to the item text (see the module docs), or `None` when it cannot. It can when
-/// [`can_patch`] accepts the ops for the text's [`patchable_maps`].
+/// [`patch_text_into`] into a new string (tests).
+#[cfg(test)]
 pub fn patch_text(text: &str, ops: &[PatchOp]) -> Option<String> {
     let mut out = String::with_capacity(text.len() + 256);
     patch_text_into(&mut out, text, ops).then_some(out)
 }
 
-/// [`patch_text`] appending to `out`; false (and `out` unchanged) when it cannot.
+/// Applies `ops` to the item text (see the module docs), appending the result to `out`; false
+/// (and `out` unchanged) when it cannot. It can when [`can_patch`] accepts the ops for the
+/// text's [`patchable_maps`].
 pub fn patch_text_into(out: &mut String, text: &str, ops: &[PatchOp]) -> bool {
     let start = out.len();
     let done = patch(out, text, ops).is_some();

@@ -30,34 +30,18 @@ pub fn write(
     new_results: &[KrmResult],
 ) -> Result<Vec<u8>, serde_yaml::Error> {
     let sources: Vec<Option<Source>> = verbatim.iter().map(|v| v.map(Source::Copy)).collect();
-    write_from(items, &sources, function_config, kept_results, new_results)
-}
-
-/// [`write()`] with each item's [`Source`]: `sources[i]`, when given, replaces emitting `items[i]`.
-pub fn write_from(
-    items: &[Value],
-    sources: &[Option<Source>],
-    function_config: Option<&Value>,
-    kept_results: &[Value],
-    new_results: &[KrmResult],
-) -> Result<Vec<u8>, serde_yaml::Error> {
     // Size the buffer once (pages never written are never touched, so over-reserving costs no
     // memory; growing a 100 MB buffer by doubling costs copies and page faults).
-    let copied: usize = sources
-        .iter()
-        .flatten()
-        .map(|s| match s {
-            Source::Copy(text) => text.len() + 1,
-            Source::Patch(text, _) => text.len() + 256,
-        })
-        .sum();
-    let emitted = items.len().saturating_sub(sources.iter().flatten().count());
+    let copied: usize = verbatim.iter().flatten().map(|text| text.len() + 1).sum();
+    let emitted = items
+        .len()
+        .saturating_sub(verbatim.iter().flatten().count());
     let results = kept_results.len() + new_results.len();
     let mut out = Vec::with_capacity(copied + emitted * 1536 + results * 640 + 4096);
     match write_to(
         &mut out,
         items,
-        sources,
+        &sources,
         function_config,
         kept_results,
         new_results,

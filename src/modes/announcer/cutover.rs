@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_yaml::{Mapping, Value};
 
 use super::config::{LoadBalancerAnnouncerSpec, Phase};
-use super::inputs::{Inventory, MANAGED_BY};
+use super::inputs::{AboutService, Inventory, MANAGED_BY};
 use super::report::{service_change, strip_orchestrator};
 use super::version::CiliumVersion;
 use super::{cilium, coverage, policies, services, translate, values};
@@ -157,12 +157,9 @@ impl<'a> Cutover<'a> {
             if let Some(ops) = &ops {
                 rewritten += 1;
                 if rewritten <= coverage::MAX_SERVICE_LINES {
-                    self.results.push(svc.about(service_change(
-                        &svc.meta(),
-                        ops,
-                        self.phase,
-                        &pool_label,
-                    )));
+                    self.results.push(
+                        service_change(&svc.meta(), ops, self.phase, &pool_label).about_svc(svc),
+                    );
                 }
             }
             let after = match (&ops, self.changed.get(&plan.index)) {

@@ -14,6 +14,7 @@ use serde_yaml::Value;
 use super::ipam::{MetalLbAddress, parse_metallb_address};
 use super::selector::{Labels, labels_of};
 use crate::krm::annotations::LOCAL_CONFIG;
+use crate::krm::object::SharedPaths;
 use crate::krm::{KrmObject, KrmResult};
 
 /// MetalLB API group.
@@ -243,7 +244,7 @@ pub struct Reader {
     inv: Inventory,
     errors: Vec<KrmResult>,
     /// File paths of the Services read so far, shared between them.
-    paths: BTreeMap<String, Arc<str>>,
+    paths: SharedPaths,
     /// The strings of the Services read so far.
     store: Store,
     /// The empty store Services point at until [`Reader::finish`].

@@ -8,7 +8,6 @@
 //! parse's freed trees, they fragmented the heap enough to make `malloc` the top of a
 //! 100k-Service profile.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Service;
@@ -17,7 +16,8 @@ use serde_yaml::Value;
 
 use super::selector::Labels;
 use super::services::{METALLB_OLD_PREFIX, METALLB_PREFIX};
-use crate::krm::{FileRef, KrmObject, KrmResult, ResourceRef};
+use crate::krm::object::{SharedFile, SharedPaths};
+use crate::krm::{KrmObject, KrmResult, ResourceRef};
 
 /// Annotation prefixes kept (the only annotations the mode reads or patches).
 const KEPT_ANNOTATIONS: &[&str] = &[
@@ -103,7 +103,7 @@ pub struct LbService {
     /// `metadata.annotations` is there but not a mapping (`annotations: ~`).
     annotations_not_mapping: bool,
     /// kpt's file (path and index annotations), the path shared between Services.
-    file: Option<(Arc<str>, u64)>,
+    file: Option<SharedFile>,
     /// `metadata.labels`, sorted by key (in [`Store::pairs`]).
     labels: Run,
     /// The kept annotations, in item order (in [`Store::annotations`]).
@@ -122,7 +122,7 @@ impl LbService {
     pub(super) fn read(
         index: usize,
         item: &Value,
-        paths: &mut BTreeMap<String, Arc<str>>,
+        paths: &mut SharedPaths,
         a: &mut Store,
         detached: &Arc<Store>,
     ) -> Result<LbService, serde_yaml::Error> {
@@ -170,17 +170,7 @@ impl LbService {
             a.ips.push(span);
         }
         let ingress = Run(start, a.ips.len() as u32);
-        let file = item.file_ref().map(|f| {
-            let path = match paths.get(&f.path) {
-                Some(p) => Arc::clone(p),
-                None => {
-                    let p: Arc<str> = f.path.as_str().into();
-                    paths.insert(f.path, Arc::clone(&p));
-                    p
-                }
-            };
-            (path, f.index)
-        });
+        let file = paths.file_of(item);
         Ok(LbService {
             index,
             store: Arc::clone(detached),
@@ -206,11 +196,6 @@ impl LbService {
 
     fn s(&self, span: Span) -> &str {
         self.store.s(span)
-    }
-
-    /// Names the Service (and its file) in a result.
-    pub fn about(&self, r: KrmResult) -> KrmResult {
-        r.about_svc(self)
     }
 
     /// `{metadata: {labels, annotations}}` with the labels and the kept annotations, the shape
@@ -341,10 +326,7 @@ pub trait AboutService {
 
 impl AboutService for KrmResult {
     fn about_svc(self, svc: &LbService) -> Self {
-        let file = svc.file.as_ref().map(|(path, index)| FileRef {
-            path: path.to_string(),
-            index: *index,
-        });
+        let file = svc.file.as_ref().map(SharedFile::file_ref);
         self.about_item(
             ResourceRef {
                 api_version: svc.api_version.map_or("v1", |v| svc.s(v)).to_owned(),

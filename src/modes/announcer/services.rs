@@ -92,10 +92,6 @@ impl SortedPairs {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
-    /// Entries in key order.
-    pub fn iter(&self) -> impl Iterator<Item = (&String, &String)> {
-        self.0.iter().map(|(k, v)| (k, v))
-    }
 }
 
 impl<'a> IntoIterator for &'a SortedPairs {
