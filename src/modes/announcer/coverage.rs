@@ -266,6 +266,12 @@ impl<'a> Proof<'a> {
             .filter(|(_, _, sel)| sel.as_ref().is_none_or(|s| s.matches(&labels)))
             .collect();
         let mut errors = Vec::new();
+        if let Some(rule) = plan.split {
+            errors.push(format!(
+                "Cilium would split its sharing group (rule {rule}, see the sharing error), so it may get \
+                 another IP or none"
+            ));
+        }
         // 1. Addresses: every IP must be allocatable from a pool that selects the Service, and
         //    that pool must be the one MetalLB uses.
         let mut after_pool: Option<String> = None;

@@ -119,7 +119,8 @@ impl<'a> Cutover<'a> {
             &mut self.results,
         );
         self.ipv6(&version);
-        let plans = services::plan(self.inv, &version, &mut self.results);
+        let protocol_value = self.protocol_value();
+        let plans = services::plan(self.inv, &version, protocol_value, &mut self.results);
         self.cilium_values(&version, plans.len());
         self.speaker();
         // Generated objects.
@@ -224,86 +225,6 @@ impl<'a> Cutover<'a> {
         }
     }
 
-    /// The Cilium version, from the config or the Cilium release; reports errors for versions
-    /// the cutover cannot target.
-    fn version(&mut self) -> Option<CiliumVersion> {
-        if self.inv.cilium.len() > 1 {
-            for r in &self.inv.cilium[1..] {
-                self.results.push(
-                    KrmResult::error("more than one Cilium release among the items")
-                        .about(&self.items[r.index])
-                        .field("spec.chart"),
-                );
-            }
-        }
-        let release = self.inv.cilium.first();
-        let (text, source) = match (&self.spec.cilium_version, release) {
-            (Some(v), _) => (v.clone(), None),
-            (None, Some(r)) => match &r.version {
-                Some(v) => (v.clone(), Some(r.index)),
-                None => (String::new(), Some(r.index)),
-            },
-            (None, None) => (String::new(), None),
-        };
-        let about = |r: KrmResult, this: &Self| match source {
-            Some(i) => {
-                r.about(&this.items[i])
-                    .field(if this.items[i].group() == "helm.cattle.io" {
-                        "spec.version"
-                    } else {
-                        "spec.chart.spec.version"
-                    })
-            }
-            None => this.about_config(r).field("spec.ciliumVersion"),
-        };
-        let Some(version) = CiliumVersion::parse(&text) else {
-            let r = KrmResult::error(format!(
-                "cannot tell the Cilium version{}: set ciliumVersion (it decides cilium.io/v2 vs v2alpha1 pools, \
-                 annotation keys and known regressions)",
-                if text.is_empty() {
-                    String::new()
-                } else {
-                    format!(" from {text:?}")
-                }
-            ));
-            let r = about(r, self);
-            self.results.push(r);
-            return None;
-        };
-        if !version.has_l2_announcements() {
-            let r = about(
-                KrmResult::error(format!("Cilium {version} has no L2 announcements (1.14+)")),
-                self,
-            );
-            self.results.push(r);
-            return None;
-        }
-        match version.is_broken_for_l2() {
-            Some(true) => {
-                let r = about(
-                    KrmResult::error(format!(
-                        "Cilium {version} has L2 announcement/LB-IPAM regressions on the upgrade path \
-                         (cilium/cilium#44222, #44221, #44430): use 1.18.x or 1.19.2+"
-                    ))
-                    .current(text.as_str()),
-                    self,
-                );
-                self.results.push(r);
-            }
-            None => {
-                let r = about(
-                    KrmResult::warning(format!(
-                        "Cilium {version} without a patch number: 1.19.0 and 1.19.1 carry L2/LB-IPAM regressions; make sure it is 1.19.2+"
-                    )),
-                    self,
-                );
-                self.results.push(r);
-            }
-            Some(false) => {}
-        }
-        Some(version)
-    }
-
     fn output_dir(&self) -> String {
         self.inv
             .pools
@@ -400,73 +321,6 @@ impl<'a> Cutover<'a> {
         self.added.push(value);
     }
 
-    fn cilium_values(&mut self, version: &CiliumVersion, services: usize) {
-        let interfaces: Vec<(usize, Option<Vec<String>>)> = self
-            .inv
-            .adverts
-            .iter()
-            .map(|a| {
-                (
-                    a.index,
-                    (!a.spec.interfaces.is_empty()).then(|| a.spec.interfaces.clone()),
-                )
-            })
-            .collect();
-        let Some(release) = self.inv.cilium.first() else {
-            // No resourceRef: the same warning must read the same whichever config form is used.
-            self.results.push(KrmResult::warning(format!(
-                "no Cilium HelmRelease or HelmChart among the items: set these Cilium values yourself before \
-                 phase cutover: kubeProxyReplacement=true, l2announcements.enabled=true, \
-                 k8sClientRateLimit.qps>={} and burst>={} ({services} LoadBalancer Services, one lease each), \
-                 and devices covering the announced interfaces",
-                version.default_rate_limit().0 + (services as u64).div_ceil(self.renew_secs()),
-                2 * (version.default_rate_limit().0 + (services as u64).div_ceil(self.renew_secs()))
-            )));
-            return;
-        };
-        let Some(item) = self.current(release.index).cloned() else {
-            return;
-        };
-        let out = values::cilium(
-            &item,
-            release,
-            version,
-            services,
-            self.spec
-                .lease_renew_deadline
-                .as_ref()
-                .map(|d| d.as_secs_ceil().max(1)),
-        );
-        self.results.extend(out.results);
-        if let Some(new) = out.edited {
-            self.replace(release.index, new);
-        }
-        if let Some(devices) = out.devices {
-            for (index, ifs) in interfaces {
-                let missing: Vec<String> = match &ifs {
-                    None => vec!["(all interfaces)".into()],
-                    Some(list) => list
-                        .iter()
-                        .filter(|i| !devices.iter().any(|d| values::device_covers(d, i)))
-                        .cloned()
-                        .collect(),
-                };
-                if !missing.is_empty() {
-                    self.results.push(
-                        KrmResult::warning(format!(
-                            "Cilium answers ARP only on its devices ({}), but this advertisement announces on {}: \
-                             add the uplink interfaces to Cilium's devices (kube-ovn variant) or nothing will be announced there",
-                            devices.join(" "),
-                            missing.join(", ")
-                        ))
-                        .about(&self.items[index])
-                        .field("spec.interfaces"),
-                    );
-                }
-            }
-        }
-    }
-
     /// MetalLB answers NDP for IPv6 addresses of advertised pools; Cilium's L2 announcer only
     /// does from 1.19 (cilium/cilium#39648), so below that the IPv6 addresses would go dark.
     fn ipv6(&mut self, version: &CiliumVersion) {
@@ -511,7 +365,7 @@ impl<'a> Cutover<'a> {
         }
     }
 
-    fn renew_secs(&self) -> u64 {
+    pub(super) fn renew_secs(&self) -> u64 {
         self.spec
             .lease_renew_deadline
             .as_ref()
