@@ -9,10 +9,10 @@ use super::config::{LoadBalancerAnnouncerSpec, Phase};
 use super::inputs::{AboutService, Inventory, MANAGED_BY};
 use super::report::{service_change, strip_orchestrator};
 use super::version::CiliumVersion;
-use super::{cilium, coverage, policies, services, translate, values};
+use super::{cilium, coverage, policies, services, translate, values, values_annotations};
 use crate::krm::annotations::is_orchestrator_annotation;
 use crate::krm::object::set_file;
-use crate::krm::{Edit, KrmObject, KrmResult, Outcome, PatchOp};
+use crate::krm::{Edit, KrmObject, KrmResult, Outcome, PatchOp, Severity};
 
 /// One run of the cutover for a phase: collects edits per item so several changes to one item
 /// compose (each input item is edited at most once in the final [`Outcome`]).
@@ -88,10 +88,34 @@ impl<'a> Cutover<'a> {
         );
     }
 
+    /// Tags the results pushed since `from` with `check` (unless they carry one) and, for a step
+    /// that edits for the phase, with `phase` too: `Some(true)` on every result, `Some(false)`
+    /// on its infos (the edits; its errors and warnings hold in any phase).
+    fn tag_step(&mut self, from: usize, check: &str, phase: Option<bool>) {
+        let name = self.phase.as_str();
+        for r in &mut self.results[from..] {
+            r.tags
+                .entry("check".into())
+                .or_insert_with(|| check.to_owned());
+            let tagged = match phase {
+                Some(all) => all || r.severity == Severity::Info,
+                None => false,
+            };
+            if tagged {
+                r.tags
+                    .entry("phase".into())
+                    .or_insert_with(|| name.to_owned());
+            }
+        }
+    }
+
     pub(super) fn run(mut self) -> Outcome {
         let Some(version) = self.version() else {
+            self.tag_step(0, "cilium-version", None);
             return self.finish();
         };
+        self.tag_step(0, "cilium-version", None);
+        let mark = self.results.len();
         for &i in &self.inv.bgp {
             self.results.push(
                 KrmResult::error(
@@ -102,7 +126,9 @@ impl<'a> Cutover<'a> {
                 .field("kind"),
             );
         }
+        self.tag_step(mark, "bgp", None);
         let mut tr = translate::Translated::default();
+        let mark = self.results.len();
         translate::pools(
             self.inv,
             self.items,
@@ -111,6 +137,8 @@ impl<'a> Cutover<'a> {
             &mut tr,
             &mut self.results,
         );
+        self.tag_step(mark, "pools", None);
+        let mark = self.results.len();
         policies::policies(
             self.inv,
             self.items,
@@ -118,16 +146,26 @@ impl<'a> Cutover<'a> {
             &mut tr,
             &mut self.results,
         );
+        self.tag_step(mark, "l2-policies", None);
+        let mark = self.results.len();
         self.ipv6(&version);
+        self.tag_step(mark, "ipv6", None);
         let protocol_value = self.protocol_value();
+        let mark = self.results.len();
         let plans = services::plan(self.inv, &version, protocol_value, &mut self.results);
+        self.tag_step(mark, "services", None);
+        let mark = self.results.len();
         self.cilium_values(&version, plans.len());
+        self.tag_step(mark, "cilium-values", Some(false));
+        let mark = self.results.len();
         self.speaker();
+        self.tag_step(mark, "speaker", Some(true));
         // Generated objects.
         let pools: Vec<cilium::IpPool> = tr.pools.iter().map(|g| g.object.clone()).collect();
         let policies: Vec<cilium::L2Policy> =
             tr.policies.iter().map(|g| g.object.clone()).collect();
         let dir = self.output_dir();
+        let mark = self.results.len();
         for (i, p) in tr.pools.iter().enumerate() {
             self.emit(
                 &p.object,
@@ -146,12 +184,16 @@ impl<'a> Cutover<'a> {
                 );
             }
         }
+        self.tag_step(mark, "generated-objects", Some(false));
         // Services: each is rewritten, then checked by the coverage proof (always against the
         // final state: all pools and policies, and the labels, which every phase writes the same
         // way, read back from the Service's patch), and its plan dropped.
         let pool_label = self.spec.pool_label.clone();
+        let unseen = self.values_annotations(&version);
         let mut proof = coverage::Proof::new(self.inv, self.items, &pools, &policies);
+        proof.unseen(unseen);
         let mut rewritten = 0usize;
+        let mark = self.results.len();
         for plan in plans {
             let svc = &self.inv.services[plan.service];
             let ops = services::patch(svc, &plan, self.phase, &pool_label);
@@ -180,19 +222,24 @@ impl<'a> Cutover<'a> {
                 coverage::MAX_SERVICE_LINES
             )));
         }
+        self.tag_step(mark, "service-rewrite", Some(false));
         self.results.extend(proof.finish());
+        let mark = self.results.len();
         if self.phase == Phase::Cutover {
             self.remove_metallb();
+            self.tag_step(mark, "removal", Some(false));
         } else if self.phase == Phase::Prepare {
             self.results.push(KrmResult::info(
                 "phase prepare: apply, check that every Service kept its IP and Cilium imported it \
                  (IPAMRequestSatisfied), then run again with phase: stop-speaker",
             ));
+            self.tag_step(mark, "next-step", Some(true));
         } else {
             self.results.push(KrmResult::info(
                 "phase stop-speaker: apply, wait until no speaker pod runs, then apply phase: cutover at once \
                  (nobody answers ARP in between)",
             ));
+            self.tag_step(mark, "next-step", Some(true));
         }
         self.finish()
     }
@@ -363,6 +410,28 @@ impl<'a> Cutover<'a> {
                 .field(field)
             });
         }
+    }
+
+    /// Translates MetalLB annotations in the chart values of every HelmRelease and Package that
+    /// is not the MetalLB installation; returns how many rendered Services they belong to.
+    fn values_annotations(&mut self, version: &CiliumVersion) -> usize {
+        let keys = services::CiliumKeys::for_version(version);
+        let mut services = 0;
+        for &index in &self.inv.value_carriers {
+            if self.inv.install.iter().any(|i| i.index == index) {
+                continue;
+            }
+            let Some(item) = self.current(index) else {
+                continue;
+            };
+            let out = values_annotations::translate(item, &keys, self.phase, &self.spec.pool_label);
+            services += out.services;
+            self.results.extend(out.results);
+            if let Some(new) = out.edited {
+                self.replace(index, new);
+            }
+        }
+        services
     }
 
     pub(super) fn renew_secs(&self) -> u64 {

@@ -203,6 +203,8 @@ pub struct Inventory {
     pub flux_dependents: Vec<usize>,
     /// `networking.loadBalancerAnnouncer` values found: (item index, value).
     pub switch: Vec<(usize, String)>,
+    /// HelmReleases and cozystack Packages: chart values that may hold Service annotations.
+    pub value_carriers: Vec<usize>,
 }
 
 /// Decodes `value` into `T`; failures become an error result naming the item and field.
@@ -372,6 +374,7 @@ impl Reader {
                     .insert((kind.to_owned(), item.name().to_owned()), index);
             }
             ("helm.toolkit.fluxcd.io", "HelmRelease") => {
+                inv.value_carriers.push(index);
                 if let Some(facts) = install::read_release(index, item) {
                     self.releases.push(facts);
                 }
@@ -386,6 +389,7 @@ impl Reader {
                 }
             }
             (install::COZYSTACK_GROUP, "Package") => {
+                inv.value_carriers.push(index);
                 if let Some(p) = install::read_package(item) {
                     self.packages.insert(item.name().to_owned());
                     if p.project == "metallb" {
