@@ -184,7 +184,15 @@ pub fn cilium(
         release.carrier,
         super::inputs::Carrier::HelmRelease { generated_by: None }
     );
-    if own_values_from && at(item, &["spec", "valuesFrom"]).is_some() {
+    // cozystack's `cozystack-values` Secret holds cluster-wide settings, no chart values.
+    let inspected_elsewhere = at(item, &["spec", "valuesFrom"])
+        .and_then(Value::as_sequence)
+        .is_some_and(|refs| {
+            refs.iter().any(|r| {
+                r.get("name").and_then(Value::as_str) != Some("cozystack-values")
+            })
+        });
+    if own_values_from && inspected_elsewhere {
         out.results.push(
             KrmResult::warning(
                 "spec.valuesFrom is not inspected: kubeProxyReplacement, l2announcements and k8sClientRateLimit \
