@@ -154,8 +154,10 @@ impl<'a> Cutover<'a> {
         let mark = self.results.len();
         let plans = services::plan(self.inv, &version, protocol_value, &mut self.results);
         self.tag_step(mark, "services", None);
+        // Chart values first: the Services charts render in the cluster hold leases too.
+        let unseen = self.values_annotations(&version);
         let mark = self.results.len();
-        self.cilium_values(&version, plans.len());
+        self.cilium_values(&version, plans.len() + unseen);
         self.tag_step(mark, "cilium-values", Some(false));
         let mark = self.results.len();
         self.speaker();
@@ -189,7 +191,6 @@ impl<'a> Cutover<'a> {
         // final state: all pools and policies, and the labels, which every phase writes the same
         // way, read back from the Service's patch), and its plan dropped.
         let pool_label = self.spec.pool_label.clone();
-        let unseen = self.values_annotations(&version);
         let mut proof = coverage::Proof::new(self.inv, self.items, &pools, &policies);
         proof.unseen(unseen);
         let mut rewritten = 0usize;
