@@ -180,6 +180,9 @@ fn emitted_objects_validate_against_upstream_crds_and_k8s_openapi() {
         "announcer-sharing-cross-namespace",
         "announcer-etp-local",
         "announcer-kubeovn-devices",
+        "announcer-cozystack-packages",
+        "announcer-values-annotations",
+        "announcer-phase-order",
     ] {
         let out = run_example(name);
         assert_eq!(out.code, 0, "{name}: {}", out.stderr);

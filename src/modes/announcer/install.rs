@@ -368,10 +368,11 @@ impl ReleaseFacts {
         }
     }
 
-    /// Where the upstream chart's values of `project` are in this release.
+    /// Where the upstream chart's values of `project` are in this release: under `project` for
+    /// cozystack's charts, and wherever the values nest a mapping under that key (neither
+    /// upstream chart has a top-level `metallb` or `cilium` value).
     pub fn values(&self, chart: &Chart, project: &str) -> HelmValues {
-        let umbrella = chart.cozystack
-            || chart.name != project && self.mapping_keys.iter().any(|k| k == project);
+        let umbrella = chart.cozystack || self.mapping_keys.iter().any(|k| k == project);
         HelmValues {
             at: ValuesAt::Tree(vec!["spec".into(), "values".into()]),
             prefix: if umbrella {
