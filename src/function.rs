@@ -85,7 +85,13 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
     };
     let fc = list.function_config.as_ref();
     let modes::Prepared { config, observer } = prepared;
-    let (mode, modes::Ran { outcome, stderr: notes }) = match config {
+    let (
+        mode,
+        modes::Ran {
+            outcome,
+            stderr: notes,
+        },
+    ) = match config {
         Ok(cfg) => (
             Some(cfg.kind().mode()),
             modes::run_observed(&cfg, &list.items, fc, observer),

@@ -86,7 +86,9 @@ pub fn run_observed(
     observer: Observer,
 ) -> Ran {
     match config {
-        FunctionConfig::MetalLBImagePrepull(spec) => prepull::run(spec, items, function_config).into(),
+        FunctionConfig::MetalLBImagePrepull(spec) => {
+            prepull::run(spec, items, function_config).into()
+        }
         FunctionConfig::LoadBalancerAnnouncer(spec) => {
             let read = match observer {
                 Observer::Announcer(reader) => reader.finish(),

@@ -99,18 +99,35 @@ fn cozystack_packages_walk_to_a_metallb_free_state_with_kpt() {
     let metallb_left: Vec<String> = objs
         .iter()
         .filter(|o| {
-            o["apiVersion"].as_str().unwrap_or("").starts_with("metallb.io/")
+            o["apiVersion"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("metallb.io/")
                 || o["metadata"]["name"] == "cozystack.metallb"
                 || (o["kind"] == "HelmRelease" && o["metadata"]["name"] == "metallb")
         })
-        .map(|o| format!("{} {}", o["kind"].as_str().unwrap(), o["metadata"]["name"].as_str().unwrap()))
+        .map(|o| {
+            format!(
+                "{} {}",
+                o["kind"].as_str().unwrap(),
+                o["metadata"]["name"].as_str().unwrap()
+            )
+        })
         .collect();
     assert!(metallb_left.is_empty(), "MetalLB left: {metallb_left:?}");
     assert!(find(&objs, "CiliumL2AnnouncementPolicy", "cozystack").is_some());
-    for svc in objs.iter().filter(|o| o["kind"] == "Service" && o["spec"]["type"] == "LoadBalancer") {
-        let annotations = svc["metadata"]["annotations"].as_mapping().cloned().unwrap_or_default();
+    for svc in objs
+        .iter()
+        .filter(|o| o["kind"] == "Service" && o["spec"]["type"] == "LoadBalancer")
+    {
+        let annotations = svc["metadata"]["annotations"]
+            .as_mapping()
+            .cloned()
+            .unwrap_or_default();
         assert!(
-            !annotations.keys().any(|k| k.as_str().unwrap_or("").contains("metallb")),
+            !annotations
+                .keys()
+                .any(|k| k.as_str().unwrap_or("").contains("metallb")),
             "{svc:?}"
         );
     }
@@ -138,7 +155,12 @@ fn cozystack_without_a_cilium_version_asks_for_one() {
         .find(|r| r["severity"] == "error")
         .unwrap();
     assert_eq!(error["field"]["path"], Value::from("spec.ciliumVersion"));
-    assert!(error["message"].as_str().unwrap().contains("set ciliumVersion"));
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("set ciliumVersion")
+    );
     // cozystack's own image tag (its release, v1.6.2) is never taken for Cilium's.
     let (items, config) = example("announcer-cozystack-no-version");
     let with_image = |repository: &str, tag: &str| -> Vec<String> {
@@ -147,10 +169,9 @@ fn cozystack_without_a_cilium_version_asks_for_one() {
             .map(|text| {
                 let mut item: Value = serde_yaml::from_str(text).unwrap();
                 if item["metadata"]["name"] == "cozystack.networking" {
-                    let image: Value = serde_yaml::from_str(&format!(
-                        "{{repository: {repository}, tag: {tag}}}"
-                    ))
-                    .unwrap();
+                    let image: Value =
+                        serde_yaml::from_str(&format!("{{repository: {repository}, tag: {tag}}}"))
+                            .unwrap();
                     item["spec"]["components"]["cilium"]["values"]["cilium"]
                         .as_mapping_mut()
                         .unwrap()
@@ -164,7 +185,11 @@ fn cozystack_without_a_cilium_version_asks_for_one() {
     let refs: Vec<&str> = cozystack.iter().map(String::as_str).collect();
     let out = run(&refs, &config);
     assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("not an upstream Cilium image"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("not an upstream Cilium image"),
+        "{}",
+        out.stderr
+    );
     // The upstream image names the version.
     let upstream = with_image("quay.io/cilium/cilium", "v1.19.5");
     let refs: Vec<&str> = upstream.iter().map(String::as_str).collect();
@@ -189,7 +214,12 @@ fn a_generated_release_without_its_package_is_refused_where_the_edit_would_be_un
         "metallb",
         "metadata.labels.cozystack.io/package",
     );
-    assert!(error["message"].as_str().unwrap().contains("Package cozystack.metallb"));
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("Package cozystack.metallb")
+    );
 }
 
 #[test]
@@ -217,7 +247,9 @@ fn chart_value_annotations_leave_with_metallb_at_cutover() {
     let items: Vec<String> = items
         .iter()
         .map(|i| {
-            if i.contains("name: metallb\n  namespace: metallb-system\n") && i.contains("kind: HelmRelease") {
+            if i.contains("name: metallb\n  namespace: metallb-system\n")
+                && i.contains("kind: HelmRelease")
+            {
                 format!("{i}  values:\n    speaker:\n      enabled: false\n")
             } else {
                 i.clone()
@@ -232,8 +264,15 @@ fn chart_value_annotations_leave_with_metallb_at_cutover() {
         .find(|i| i["metadata"]["name"] == "ingress-nginx")
         .unwrap();
     let annotations = &ingress["spec"]["values"]["controller"]["service"]["annotations"];
-    assert_eq!(annotations["lbipam.cilium.io/ips"], Value::from("192.0.2.10"));
-    assert!(annotations.get("metallb.universe.tf/loadBalancerIPs").is_none());
+    assert_eq!(
+        annotations["lbipam.cilium.io/ips"],
+        Value::from("192.0.2.10")
+    );
+    assert!(
+        annotations
+            .get("metallb.universe.tf/loadBalancerIPs")
+            .is_none()
+    );
     let removed = out
         .results()
         .into_iter()
@@ -242,7 +281,11 @@ fn chart_value_annotations_leave_with_metallb_at_cutover() {
         .count();
     assert_eq!(removed, 2);
     // Leases of the Services the charts render count in the rate limit: 1 + 2 Services.
-    assert!(messages(&out, "info").iter().any(|m| m.contains("3 LoadBalancer Service lease(s)")));
+    assert!(
+        messages(&out, "info")
+            .iter()
+            .any(|m| m.contains("3 LoadBalancer Service lease(s)"))
+    );
 }
 
 #[test]
@@ -257,13 +300,24 @@ fn plan_findings_also_go_to_stderr() {
         .count();
     assert!(warnings > 0);
     assert_eq!(
-        lines.iter().filter(|l| l.starts_with("cutover: [warning]")).count(),
+        lines
+            .iter()
+            .filter(|l| l.starts_with("cutover: [warning]"))
+            .count(),
         warnings,
         "{}",
         out.stderr
     );
-    assert!(lines.iter().all(|l| l.starts_with("cutover: [")), "{}", out.stderr);
-    assert!(lines.iter().any(|l| l.contains("plan: announcer cilium applies this in three phases")));
+    assert!(
+        lines.iter().all(|l| l.starts_with("cutover: [")),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("plan: announcer cilium applies this in three phases"))
+    );
     // A cilium run writes no such lines.
     let s = svc("web", "a", "10.0.0.5");
     let out = run(&[POOL, ADV, METALLB_RUNNING, s.as_str()], &fc(""));

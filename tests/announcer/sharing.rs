@@ -56,7 +56,9 @@ fn check(version: &str, proto_diff: Option<bool>, members: &[String], expect: Ex
                 assert!(
                     messages(&out, "info")
                         .iter()
-                        .any(|m| m.starts_with("coverage:") && m.contains(name) && m.contains("keeps 10.0.0.5")),
+                        .any(|m| m.starts_with("coverage:")
+                            && m.contains(name)
+                            && m.contains("keeps 10.0.0.5")),
                     "{case}: {name} not proven: {:?}",
                     messages(&out, "info")
                 );
@@ -70,7 +72,10 @@ fn check(version: &str, proto_diff: Option<bool>, members: &[String], expect: Ex
             for name in ["dns-a", "dns-b"] {
                 assert!(message.contains(name), "{case}: {message}");
                 // Neither is counted as kept.
-                assert!(coverage_error(&out, name).contains("split its sharing group"), "{case}");
+                assert!(
+                    coverage_error(&out, name).contains("split its sharing group"),
+                    "{case}"
+                );
             }
             assert!(message.contains("Ways out:"), "{case}: {message}");
         }
@@ -123,7 +128,12 @@ fn traffic_policies_and_selectors() {
     };
     let [a, b] = pair("dns", "TCP", "TCP", 853);
     // Local beside Cluster: never.
-    check("1.19.5", None, &[local(&a), b.clone()], Expect::Split("external-traffic-policy"));
+    check(
+        "1.19.5",
+        None,
+        &[local(&a), b.clone()],
+        Expect::Split("external-traffic-policy"),
+    );
     // Both Local, different selectors (app: dns-a / dns-b): only with the 1.21 permit.
     let both = [local(&a), local(&b)];
     check("1.19.5", None, &both, Expect::Split("selector"));
@@ -133,7 +143,12 @@ fn traffic_policies_and_selectors() {
     check("1.15.19", None, &same, Expect::Proof);
     // A Local Service without a selector: never, not even with the permit.
     let bare = local(&b).replace("  selector:\n    app: dns-b\n", "");
-    check("1.21.0", None, &[local(&a), bare], Expect::Split("selector"));
+    check(
+        "1.21.0",
+        None,
+        &[local(&a), bare],
+        Expect::Split("selector"),
+    );
 }
 
 #[test]
@@ -146,7 +161,14 @@ fn permit_annotations_are_written_on_every_member() {
     };
     let [a, b] = pair("other", "TCP", "TCP", 853);
     let release = cilium("1.21.0", None);
-    let items = [POOL, ADV, METALLB_STOPPED, release.as_str(), &local(&a), &local(&b)];
+    let items = [
+        POOL,
+        ADV,
+        METALLB_STOPPED,
+        release.as_str(),
+        &local(&a),
+        &local(&b),
+    ];
     let config = "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata:\n  name: a\nspec:\n  announcer: cilium\n";
     let out = run(&items, config);
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -157,8 +179,14 @@ fn permit_annotations_are_written_on_every_member() {
     assert_eq!(services.len(), 2);
     for s in services {
         let ann = &s["metadata"]["annotations"];
-        assert_eq!(ann["lbipam.cilium.io/sharing-permit-different-pods"], Value::from("true"));
-        assert_eq!(ann["lbipam.cilium.io/sharing-cross-namespace"], Value::from("dns,other"));
+        assert_eq!(
+            ann["lbipam.cilium.io/sharing-permit-different-pods"],
+            Value::from("true")
+        );
+        assert_eq!(
+            ann["lbipam.cilium.io/sharing-cross-namespace"],
+            Value::from("dns,other")
+        );
         assert_eq!(ann["lbipam.cilium.io/sharing-key"], Value::from("dns"));
     }
 }

@@ -505,7 +505,6 @@ impl Reader {
     }
 }
 
-
 impl Reader {
     /// Files a HelmRelease as the MetalLB installation or the Cilium release, once the chart
     /// sources among the items are known.

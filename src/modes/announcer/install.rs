@@ -337,7 +337,9 @@ impl ReleaseFacts {
         }
         if let Some(r) = &self.spec.chart_ref {
             let key = (
-                r.namespace.clone().unwrap_or_else(|| self.namespace.clone()),
+                r.namespace
+                    .clone()
+                    .unwrap_or_else(|| self.namespace.clone()),
                 r.name.clone(),
             );
             let found = match r.kind.as_str() {
@@ -408,8 +410,7 @@ pub fn read_package(item: &Value) -> Option<PackageInstall> {
     let spec: PackageSpec =
         serde_yaml::from_value(item.get("spec").cloned().unwrap_or(Value::Null)).ok()?;
     let variant = spec.variant.as_deref().unwrap_or("default");
-    let project = if item.name() == "cozystack.metallb" || spec.components.contains_key("metallb")
-    {
+    let project = if item.name() == "cozystack.metallb" || spec.components.contains_key("metallb") {
         "metallb"
     } else if (item.name() == "cozystack.networking" && variant.contains("cilium"))
         || spec.components.contains_key("cilium")
@@ -461,7 +462,10 @@ mod tests {
         let c = chart(
             "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: lb, namespace: metallb-system}\nspec: {chartRef: {kind: OCIRepository, name: metallb, namespace: flux-system}}\n",
         );
-        assert_eq!((c.name.as_str(), c.version.as_deref()), ("metallb", Some("0.15.3")));
+        assert_eq!(
+            (c.name.as_str(), c.version.as_deref()),
+            ("metallb", Some("0.15.3"))
+        );
         let c = chart(
             "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: cilium, namespace: kube-system}\nspec: {chartRef: {kind: HelmChart, name: kube-system-cilium}}\n",
         );

@@ -80,7 +80,8 @@ impl Cutover<'_> {
             } = &inst.kind
                 && self.phase != Phase::Prepare
             {
-                self.results.push(generated_release(item, package, "stop or remove MetalLB"));
+                self.results
+                    .push(generated_release(item, package, "stop or remove MetalLB"));
                 continue;
             }
             match self.phase {

@@ -59,7 +59,9 @@ pub fn run_read(
 ) -> Ran {
     let (inv, mut results) = read;
     for r in &mut results {
-        r.tags.entry("check".into()).or_insert_with(|| "input".into());
+        r.tags
+            .entry("check".into())
+            .or_insert_with(|| "input".into());
     }
     let outcome = run_inventory(spec, items, function_config, &inv, results);
     // 10k Services' facts: freed off the critical path, like the engine's garbage.
@@ -125,9 +127,10 @@ fn run_inventory(
         // The engine applies nothing when there is an error: drop the infos that describe
         // edits, keep errors and warnings, and say so once.
         outcome.results.retain(|r| r.severity != Severity::Info);
-        outcome
-            .results
-            .push(KrmResult::info("nothing was changed: fix the errors above and run again").tag("check", "outcome"));
+        outcome.results.push(
+            KrmResult::info("nothing was changed: fix the errors above and run again")
+                .tag("check", "outcome"),
+        );
     }
     outcome
 }

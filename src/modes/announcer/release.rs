@@ -26,7 +26,9 @@ enum Source {
 /// packages/system/cilium/Makefile), which is not a Cilium version.
 fn upstream_image(repository: &str) -> bool {
     let path = repository.split('@').next().unwrap_or(repository);
-    path.ends_with("/cilium/cilium") || path == "cilium/cilium" || path.ends_with("/mirrored-cilium-cilium")
+    path.ends_with("/cilium/cilium")
+        || path == "cilium/cilium"
+        || path.ends_with("/mirrored-cilium-cilium")
 }
 
 /// A release number that is a real Cilium version (1.x.y), not a placeholder such as `0.0.0`.

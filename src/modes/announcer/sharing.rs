@@ -248,9 +248,8 @@ fn by_shared_ip(plans: &[ServicePlan], members: &[usize]) -> Vec<Vec<usize>> {
         if ips.is_empty() {
             continue;
         }
-        let (joined, rest): (Vec<_>, Vec<_>) = groups
-            .into_iter()
-            .partition(|(g, _)| !g.is_disjoint(&ips));
+        let (joined, rest): (Vec<_>, Vec<_>) =
+            groups.into_iter().partition(|(g, _)| !g.is_disjoint(&ips));
         let mut merged = (ips, vec![pi]);
         for (g, m) in joined {
             merged.0.extend(g);
@@ -296,9 +295,9 @@ fn incompatible(
         return Some(Split::NoSharingKey);
     }
     let permits = |p: &ServicePlan, ns: &str| {
-        p.add.get(cx.keys.cross_namespace).is_some_and(|list| {
-            list.split(',').any(|n| n == ns || n == "*")
-        })
+        p.add
+            .get(cx.keys.cross_namespace)
+            .is_some_and(|list| list.split(',').any(|n| n == ns || n == "*"))
     };
     if sa.namespace() != sb.namespace()
         && !(cx.rules.cross_namespace && permits(a, sb.namespace()) && permits(b, sa.namespace()))
@@ -317,7 +316,10 @@ fn incompatible(
         return Some(Split::TrafficPolicy);
     }
     if sa.etp_local() {
-        let (sel_a, sel_b) = (sa.selector().unwrap_or_default(), sb.selector().unwrap_or_default());
+        let (sel_a, sel_b) = (
+            sa.selector().unwrap_or_default(),
+            sb.selector().unwrap_or_default(),
+        );
         if sel_a.is_empty() || sel_b.is_empty() {
             return Some(Split::NoSelector);
         }

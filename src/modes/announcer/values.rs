@@ -77,7 +77,12 @@ pub fn stop_speaker(item: &Value, install: &Install) -> Option<(Value, String, S
     let mut out = item.clone();
     let (field, what) = match &install.kind {
         InstallKind::Helm { values, .. } => {
-            helm::set(&mut out, values, &["speaker", "enabled"], Value::Bool(false));
+            helm::set(
+                &mut out,
+                values,
+                &["speaker", "enabled"],
+                Value::Bool(false),
+            );
             (
                 values.field("speaker.enabled"),
                 "speaker disabled in the Helm values (the chart then removes the speaker DaemonSet)",
@@ -188,9 +193,8 @@ pub fn cilium(
     let inspected_elsewhere = at(item, &["spec", "valuesFrom"])
         .and_then(Value::as_sequence)
         .is_some_and(|refs| {
-            refs.iter().any(|r| {
-                r.get("name").and_then(Value::as_str) != Some("cozystack-values")
-            })
+            refs.iter()
+                .any(|r| r.get("name").and_then(Value::as_str) != Some("cozystack-values"))
         });
     if own_values_from && inspected_elsewhere {
         out.results.push(
@@ -258,7 +262,12 @@ pub fn cilium(
     let mut changed = false;
     let l2 = get_path(&scoped, &["l2announcements".into(), "enabled".into()]);
     if helm::as_bool(l2) != Some(true) {
-        helm::set(&mut edited, hv, &["l2announcements", "enabled"], Value::Bool(true));
+        helm::set(
+            &mut edited,
+            hv,
+            &["l2announcements", "enabled"],
+            Value::Bool(true),
+        );
         changed = true;
         out.results.push(
             KrmResult::info(
@@ -286,8 +295,18 @@ pub fn cilium(
     let needed = default_qps + (services as u64).div_ceil(renew);
     if qps < needed {
         let new_burst = burst.max(needed * 2);
-        helm::set(&mut edited, hv, &["k8sClientRateLimit", "qps"], Value::from(needed));
-        helm::set(&mut edited, hv, &["k8sClientRateLimit", "burst"], Value::from(new_burst));
+        helm::set(
+            &mut edited,
+            hv,
+            &["k8sClientRateLimit", "qps"],
+            Value::from(needed),
+        );
+        helm::set(
+            &mut edited,
+            hv,
+            &["k8sClientRateLimit", "burst"],
+            Value::from(new_burst),
+        );
         changed = true;
         out.results.push(
             KrmResult::info(format!(

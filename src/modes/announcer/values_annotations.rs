@@ -299,7 +299,10 @@ spec:
         let edited = t.edited.unwrap();
         let ann = &edited["spec"]["values"]["controller"]["service"]["annotations"];
         assert!(ann.get("metallb.universe.tf/loadBalancerIPs").is_none());
-        assert!(ann.get("metallb.io/address-pool").is_some(), "untranslated keys stay");
+        assert!(
+            ann.get("metallb.io/address-pool").is_some(),
+            "untranslated keys stay"
+        );
         assert_eq!(ann["lbipam.cilium.io/ips"], Value::from("192.0.2.10"));
         // Idempotent: the output of prepare changes nothing in prepare.
         let keys = CiliumKeys::for_version(&CiliumVersion::parse("1.18.4").unwrap());
