@@ -85,7 +85,13 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
     };
     let fc = list.function_config.as_ref();
     let modes::Prepared { config, observer } = prepared;
-    let (mode, outcome) = match config {
+    let (
+        mode,
+        modes::Ran {
+            outcome,
+            stderr: notes,
+        },
+    ) = match config {
         Ok(cfg) => (
             Some(cfg.kind().mode()),
             modes::run_observed(&cfg, &list.items, fc, observer),
@@ -95,7 +101,8 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
             krm::Outcome {
                 edits: Vec::new(),
                 results: vec![result],
-            },
+            }
+            .into(),
         ),
     };
     let mut results = outcome.results;
@@ -156,6 +163,10 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
     let mut stderr = String::new();
     for r in results.iter().filter(|r| r.is_error()) {
         stderr.push_str(&format!("cutover: {r}\n"));
+    }
+    for line in notes {
+        stderr.push_str(&line);
+        stderr.push('\n');
     }
     let written = krm::io::write_to(sink, &items, &sources, fc, &list.results, &results);
     drop(sources);

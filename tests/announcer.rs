@@ -3,6 +3,10 @@
 //! resource and field, and the coverage proof fails on inputs built to break it.
 
 mod common;
+#[path = "announcer/platforms.rs"]
+mod platforms;
+#[path = "announcer/sharing.rs"]
+mod sharing;
 
 use std::path::Path;
 
@@ -176,6 +180,9 @@ fn emitted_objects_validate_against_upstream_crds_and_k8s_openapi() {
         "announcer-sharing-cross-namespace",
         "announcer-etp-local",
         "announcer-kubeovn-devices",
+        "announcer-cozystack-packages",
+        "announcer-values-annotations",
+        "announcer-phase-order",
     ] {
         let out = run_example(name);
         assert_eq!(out.code, 0, "{name}: {}", out.stderr);
@@ -576,46 +583,6 @@ fn foreign_cilium_pool_with_the_same_name_is_an_error() {
         "pool-a",
         "metadata.name",
     );
-}
-
-#[test]
-fn etp_local_sharing_with_different_selectors_needs_cilium_1_21() {
-    let a = svc("a", "x", "10.0.0.5")
-        .replace(
-            "  type: LoadBalancer\n",
-            "  type: LoadBalancer\n  externalTrafficPolicy: Local\n",
-        )
-        .replace(
-            "metadata:\n  name: a\n",
-            "metadata:\n  name: a\n  annotations:\n    metallb.io/allow-shared-ip: k\n",
-        );
-    let b = svc("b", "x", "10.0.0.5")
-        .replace(
-            "  type: LoadBalancer\n",
-            "  type: LoadBalancer\n  externalTrafficPolicy: Local\n",
-        )
-        .replace(
-            "metadata:\n  name: b\n",
-            "metadata:\n  name: b\n  annotations:\n    metallb.io/allow-shared-ip: k\n",
-        );
-    let items = [POOL, ADV, METALLB_STOPPED, a.as_str(), b.as_str()];
-    assert_error(
-        &run(&items, &fc(CUTOVER)),
-        &items,
-        "Service",
-        "a",
-        "spec.selector",
-    );
-    // With Cilium 1.21 the permit annotation is added to every member instead.
-    let out = run(&items, &fc(CUTOVER).replace("1.18.4", "1.21.0"));
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let permitted = output_items(&out)
-        .iter()
-        .filter(|i| {
-            i["metadata"]["annotations"]["lbipam.cilium.io/sharing-permit-different-pods"] == "true"
-        })
-        .count();
-    assert_eq!(permitted, 2);
 }
 
 #[test]

@@ -53,9 +53,28 @@ pub fn prepare(function_config: Option<&Value>) -> Prepared {
     Prepared { config, observer }
 }
 
+/// What a mode gives the function: its outcome, and lines for stderr (findings an orchestrator
+/// that does not show results would otherwise hide).
+#[derive(Debug, Default)]
+pub struct Ran {
+    /// Edits and results.
+    pub outcome: Outcome,
+    /// Lines for stderr, without newlines.
+    pub stderr: Vec<String>,
+}
+
+impl From<Outcome> for Ran {
+    fn from(outcome: Outcome) -> Self {
+        Ran {
+            outcome,
+            stderr: Vec::new(),
+        }
+    }
+}
+
 /// Runs the mode selected by the configuration on items that are all in memory.
 pub fn run(config: &FunctionConfig, items: &[Value], function_config: Option<&Value>) -> Outcome {
-    run_observed(config, items, function_config, Observer::KeepAll)
+    run_observed(config, items, function_config, Observer::KeepAll).outcome
 }
 
 /// Runs the mode selected by the configuration. `observer` has seen every item (the
@@ -65,9 +84,11 @@ pub fn run_observed(
     items: &[Value],
     function_config: Option<&Value>,
     observer: Observer,
-) -> Outcome {
+) -> Ran {
     match config {
-        FunctionConfig::MetalLBImagePrepull(spec) => prepull::run(spec, items, function_config),
+        FunctionConfig::MetalLBImagePrepull(spec) => {
+            prepull::run(spec, items, function_config).into()
+        }
         FunctionConfig::LoadBalancerAnnouncer(spec) => {
             let read = match observer {
                 Observer::Announcer(reader) => reader.finish(),

@@ -101,6 +101,8 @@ pub struct Proof<'a> {
     checked: usize,
     ok: usize,
     lines: usize,
+    /// Services rendered in the cluster from chart values, which the proof cannot see.
+    unseen: usize,
     results: Vec<KrmResult>,
 }
 
@@ -217,6 +219,7 @@ impl<'a> Proof<'a> {
             checked: 0,
             ok: 0,
             lines: 0,
+            unseen: 0,
             results: Vec::new(),
         }
     }
@@ -266,6 +269,12 @@ impl<'a> Proof<'a> {
             .filter(|(_, _, sel)| sel.as_ref().is_none_or(|s| s.matches(&labels)))
             .collect();
         let mut errors = Vec::new();
+        if let Some(rule) = plan.split {
+            errors.push(format!(
+                "Cilium would split its sharing group (rule {rule}, see the sharing error), so it may get \
+                 another IP or none"
+            ));
+        }
         // 1. Addresses: every IP must be allocatable from a pool that selects the Service, and
         //    that pool must be the one MetalLB uses.
         let mut after_pool: Option<String> = None;
@@ -431,11 +440,24 @@ impl<'a> Proof<'a> {
         }
     }
 
+    /// Counts Services the charts render in the cluster (their MetalLB annotations were found
+    /// in chart values): they are not among the items, so the proof cannot check them.
+    pub fn unseen(&mut self, services: usize) {
+        self.unseen += services;
+    }
+
     /// The results: per-Service errors, warnings and (the first few) infos, then the summary.
     pub fn finish(mut self) -> Vec<KrmResult> {
+        let unseen = match self.unseen {
+            0 => String::new(),
+            n => format!(
+                "; {n} Service(s) rendered in the cluster from chart values with MetalLB annotations are not among \
+                 the items and not proven (their annotations are translated in the values)"
+            ),
+        };
         self.results.push(
             KrmResult::info(format!(
-                "coverage: {} of {} LoadBalancer Services served by MetalLB keep their IP, pool, announcing nodes and interfaces",
+                "coverage: {} of {} LoadBalancer Services served by MetalLB keep their IP, pool, announcing nodes and interfaces{unseen}",
                 self.ok, self.checked
             ))
             .tag("check", "coverage"),

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_yaml::Value;
 
+use super::install::{self, Chart, HelmValues, ReleaseFacts, Sources, ValuesAt};
 use super::ipam::{MetalLbAddress, parse_metallb_address};
 use super::selector::{Labels, labels_of};
 use crate::krm::annotations::LOCAL_CONFIG;
@@ -114,14 +115,20 @@ pub struct Advertisement {
 /// How MetalLB is installed, as found among the items.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InstallKind {
-    /// Flux HelmRelease of the `metallb` chart (or cozystack's `cozy-metallb` umbrella, whose
-    /// values nest under `prefix`).
-    HelmRelease {
-        /// Values path prefix (`metallb` for the umbrella chart, empty otherwise).
-        prefix: Vec<String>,
+    /// A chart with Helm values (the `metallb` chart, or cozystack's `cozy-metallb` umbrella).
+    Helm {
+        /// Where its values are.
+        values: HelmValues,
+        /// The object carrying them.
+        carrier: Carrier,
     },
-    /// k3s/RKE2 `helm.cattle.io` HelmChart of the metallb chart.
-    HelmChart,
+    /// A HelmRelease the cozystack operator generated from a Package that is among the items
+    /// too: the Package carries the values (the operator rewrites the release from it); the
+    /// release is only removed with MetalLB.
+    Rendered {
+        /// The Package.
+        package: String,
+    },
     /// Flux Kustomization that applies MetalLB manifests.
     FluxKustomization,
     /// A plain manifest of the MetalLB installation (label `app: metallb` or
@@ -130,6 +137,21 @@ pub enum InstallKind {
         /// True for the speaker DaemonSet.
         speaker: bool,
     },
+}
+
+/// The kind of object that carries a chart's Helm values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Carrier {
+    /// A Flux HelmRelease; `generated_by` names the cozystack Package the cozystack operator
+    /// generated it from (it rewrites the release from the Package).
+    HelmRelease {
+        /// The Package (label `cozystack.io/package`).
+        generated_by: Option<String>,
+    },
+    /// A cozystack Package.
+    Package,
+    /// A k3s/RKE2 `helm.cattle.io` HelmChart.
+    HelmChart,
 }
 
 /// One item of the MetalLB installation.
@@ -146,13 +168,14 @@ pub struct Install {
 pub struct CiliumRelease {
     /// Item index.
     pub index: usize,
-    /// True for a Flux HelmRelease (values under `spec.values`), false for a HelmChart
-    /// (`spec.valuesContent`).
-    pub flux: bool,
-    /// Values path prefix (`cilium` for cozystack's `cozy-cilium` umbrella chart).
-    pub prefix: Vec<String>,
-    /// Chart version, when pinned.
-    pub version: Option<String>,
+    /// Where its values are.
+    pub values: HelmValues,
+    /// The object carrying them.
+    pub carrier: Carrier,
+    /// The chart, as far as the items tell.
+    pub chart: Chart,
+    /// cozystack's `values-kubeovn.yaml` is merged into the chart (it sets `devices`).
+    pub kubeovn: bool,
 }
 
 /// Everything the mode reads from the items.
@@ -180,6 +203,8 @@ pub struct Inventory {
     pub flux_dependents: Vec<usize>,
     /// `networking.loadBalancerAnnouncer` values found: (item index, value).
     pub switch: Vec<(usize, String)>,
+    /// HelmReleases and cozystack Packages: chart values that may hold Service annotations.
+    pub value_carriers: Vec<usize>,
 }
 
 /// Decodes `value` into `T`; failures become an error result naming the item and field.
@@ -219,13 +244,6 @@ fn is_local_config(item: &Value) -> bool {
     item.annotation(LOCAL_CONFIG) == Some("true")
 }
 
-/// Chart name of a Flux HelmRelease (`spec.chart.spec.chart`), else its release/object name.
-fn helm_release_chart(item: &Value) -> &str {
-    str_at(item, &["spec", "chart", "spec", "chart"])
-        .or_else(|| str_at(item, &["spec", "releaseName"]))
-        .unwrap_or_else(|| item.name())
-}
-
 /// Scans the items once (for callers that hold every item; the function reads them with a
 /// [`Reader`] while they are parsed).
 pub fn read(items: &[Value]) -> (Inventory, Vec<KrmResult>) {
@@ -249,6 +267,12 @@ pub struct Reader {
     store: Store,
     /// The empty store Services point at until [`Reader::finish`].
     detached: Arc<Store>,
+    /// HelmReleases, classified once every chart source is known.
+    releases: Vec<ReleaseFacts>,
+    /// OCIRepositories and Flux HelmCharts, for `spec.chartRef`.
+    sources: Sources,
+    /// Names of the cozystack Packages that install MetalLB or Cilium.
+    packages: std::collections::BTreeSet<String>,
 }
 
 impl crate::krm::io::Observer for Reader {
@@ -260,6 +284,11 @@ impl crate::krm::io::Observer for Reader {
 impl Reader {
     /// The inventory and the errors found reading it, in item order.
     pub fn finish(mut self) -> (Inventory, Vec<KrmResult>) {
+        for facts in std::mem::take(&mut self.releases) {
+            self.classify_release(&facts);
+        }
+        self.inv.install.sort_by_key(|i| i.index);
+        self.inv.cilium.sort_by_key(|r| r.index);
         // Grown by doubling while the items streamed in: give back the unused half.
         self.inv.services.shrink_to_fit();
         self.store.shrink_to_fit();
@@ -345,29 +374,9 @@ impl Reader {
                     .insert((kind.to_owned(), item.name().to_owned()), index);
             }
             ("helm.toolkit.fluxcd.io", "HelmRelease") => {
-                let chart = helm_release_chart(item);
-                if chart == "metallb" || chart == "cozy-metallb" {
-                    let prefix = if chart == "cozy-metallb" {
-                        vec!["metallb".to_owned()]
-                    } else {
-                        Vec::new()
-                    };
-                    inv.install.push(Install {
-                        index,
-                        kind: InstallKind::HelmRelease { prefix },
-                    });
-                } else if chart == "cilium" || chart == "cozy-cilium" {
-                    inv.cilium.push(CiliumRelease {
-                        index,
-                        flux: true,
-                        prefix: if chart == "cozy-cilium" {
-                            vec!["cilium".into()]
-                        } else {
-                            Vec::new()
-                        },
-                        version: str_at(item, &["spec", "chart", "spec", "version"])
-                            .map(str::to_owned),
-                    });
+                inv.value_carriers.push(index);
+                if let Some(facts) = install::read_release(index, item) {
+                    self.releases.push(facts);
                 }
                 if let Some(v) = str_at(
                     item,
@@ -379,20 +388,73 @@ impl Reader {
                     inv.flux_dependents.push(index);
                 }
             }
+            (install::COZYSTACK_GROUP, "Package") => {
+                inv.value_carriers.push(index);
+                if let Some(p) = install::read_package(item) {
+                    self.packages.insert(item.name().to_owned());
+                    if p.project == "metallb" {
+                        inv.install.push(Install {
+                            index,
+                            kind: InstallKind::Helm {
+                                values: p.values,
+                                carrier: Carrier::Package,
+                            },
+                        });
+                    } else {
+                        inv.cilium.push(CiliumRelease {
+                            index,
+                            values: p.values,
+                            carrier: Carrier::Package,
+                            chart: Chart {
+                                name: "cozy-cilium".into(),
+                                version: None,
+                                cozystack: true,
+                            },
+                            kubeovn: p.kubeovn,
+                        });
+                    }
+                }
+                if let Some(v) = str_at(
+                    item,
+                    &[
+                        "spec",
+                        "components",
+                        "platform",
+                        "values",
+                        "networking",
+                        "loadBalancerAnnouncer",
+                    ],
+                ) {
+                    inv.switch.push((index, v.to_owned()));
+                }
+            }
+            (install::FLUX_SOURCE_GROUP, _) => self.sources.observe(item),
             ("helm.cattle.io", "HelmChart") => {
                 let chart = str_at(item, &["spec", "chart"]).unwrap_or("");
                 let base = chart.rsplit('/').next().unwrap_or(chart);
+                let values = HelmValues {
+                    at: ValuesAt::Text,
+                    prefix: Vec::new(),
+                };
                 if base == "metallb" || base == "rke2-metallb" {
                     inv.install.push(Install {
                         index,
-                        kind: InstallKind::HelmChart,
+                        kind: InstallKind::Helm {
+                            values,
+                            carrier: Carrier::HelmChart,
+                        },
                     });
                 } else if base == "cilium" || base == "rke2-cilium" {
                     inv.cilium.push(CiliumRelease {
                         index,
-                        flux: false,
-                        prefix: Vec::new(),
-                        version: str_at(item, &["spec", "version"]).map(str::to_owned),
+                        values,
+                        carrier: Carrier::HelmChart,
+                        chart: Chart {
+                            name: base.to_owned(),
+                            version: str_at(item, &["spec", "version"]).map(str::to_owned),
+                            cozystack: false,
+                        },
+                        kubeovn: false,
                     });
                 }
             }
@@ -440,6 +502,46 @@ impl Reader {
             }
         }
         true
+    }
+}
+
+impl Reader {
+    /// Files a HelmRelease as the MetalLB installation or the Cilium release, once the chart
+    /// sources among the items are known.
+    fn classify_release(&mut self, facts: &ReleaseFacts) {
+        let chart = facts.chart(&self.sources);
+        let carrier = Carrier::HelmRelease {
+            generated_by: facts.generated_by.clone(),
+        };
+        let rendered = facts
+            .generated_by
+            .as_ref()
+            .filter(|p| self.packages.contains(*p));
+        match (chart.project(), rendered) {
+            (Some("metallb"), Some(package)) => self.inv.install.push(Install {
+                index: facts.index,
+                kind: InstallKind::Rendered {
+                    package: package.clone(),
+                },
+            }),
+            // The Package among the items is the Cilium release.
+            (Some("cilium"), Some(_)) => {}
+            (Some("metallb"), None) => self.inv.install.push(Install {
+                index: facts.index,
+                kind: InstallKind::Helm {
+                    values: facts.values(&chart, "metallb"),
+                    carrier,
+                },
+            }),
+            (Some("cilium"), None) => self.inv.cilium.push(CiliumRelease {
+                index: facts.index,
+                values: facts.values(&chart, "cilium"),
+                carrier,
+                kubeovn: facts.kubeovn_values(),
+                chart,
+            }),
+            _ => {}
+        }
     }
 }
 
