@@ -20,7 +20,7 @@
 #   --save FILE    also write the image to FILE for loading elsewhere: an OCI archive with podman
 #                  (`podman load -i FILE`), a `docker save` archive with docker (`docker load -i FILE`).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$(readlink -f "$0")")/.."
 
 readonly repo=localhost/cutover
 engine=""

@@ -11,7 +11,7 @@
 # set for the musl target only (CARGO_TARGET_<TRIPLE>_RUSTFLAGS), so host builds (proc macros,
 # build scripts) keep sharing cargo's cache with ordinary builds.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$(readlink -f "$0")")/.."
 
 readonly target=x86_64-unknown-linux-musl
 repo="$(pwd -P)"

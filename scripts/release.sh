@@ -18,7 +18,7 @@
 #
 #   scripts/release.sh [--update] [--out DIR]
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$(readlink -f "$0")")/.."
 
 update=0
 out=target/release-artifacts

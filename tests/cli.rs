@@ -268,13 +268,26 @@ fn errors_say_their_location_once() {
         !r["message"].as_str().unwrap().contains("spec.annoucer"),
         "{r:?}"
     );
-    assert_eq!(run.stderr.matches("spec.annoucer").count(), 1, "{}", run.stderr);
+    assert_eq!(
+        run.stderr.matches("spec.annoucer").count(),
+        1,
+        "{}",
+        run.stderr
+    );
     let run = run_fn(b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: [\n");
     assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("at line 4, column 1: "), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("at line 4, column 1: "),
+        "{}",
+        run.stderr
+    );
     assert!(!run.stderr.contains("line 4 column 1"), "{}", run.stderr);
     let run = run_fn(b"{\"kind\": }");
-    assert!(run.stderr.contains("at line 1, column 10: expected value"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("at line 1, column 10: expected value"),
+        "{}",
+        run.stderr
+    );
     assert!(!run.stderr.contains("column 10 "), "{}", run.stderr);
 }
 
@@ -316,9 +329,15 @@ fn no_config_shows_what_a_config_looks_like() {
         let message = run.results()[0]["message"].as_str().unwrap().to_owned();
         assert!(message.contains("--fn-config"), "{message}");
         for kind in cutover::config::Kind::ALL {
-            let example = format!("\n  apiVersion: fn.cutover.dev/v1alpha1\n  kind: {}\n", kind.name());
+            let example = format!(
+                "\n  apiVersion: fn.cutover.dev/v1alpha1\n  kind: {}\n",
+                kind.name()
+            );
             assert!(message.contains(&example), "{kind:?} missing:\n{message}");
-            assert!(message.contains(&format!("mode={}", kind.mode())) || kind != *cutover::config::Kind::ALL.last().unwrap());
+            assert!(
+                message.contains(&format!("mode={}", kind.mode()))
+                    || kind != *cutover::config::Kind::ALL.last().unwrap()
+            );
         }
         // Each example is a valid config: parse it and run it.
         let first = message.split("\n\n").nth(1).unwrap();

@@ -809,3 +809,88 @@ fn kubectl_kustomize_runs_the_prepull_container_generator() {
         ]
     );
 }
+
+/// function.yaml's runtimes describe this build: every `sha256: ...  # image ID` is the image ID
+/// of `localhost/cutover:<version>`, every `sha256: ...  # exec binary` the sha256 of the image's
+/// `/cutover`, which is the static release binary (scripts/build-static-binary.sh builds both,
+/// reproducibly). `UPDATE_EXPECTED=1` rewrites them, as `scripts/release.sh --update` does.
+#[test]
+fn function_yaml_digests_are_this_build() {
+    if !enabled("function_yaml_digests_are_this_build") {
+        return;
+    }
+    let versioned = format!("localhost/cutover:{}", env!("CARGO_PKG_VERSION"));
+    let out = run(
+        Command::new("podman").args(["image", "inspect", "--format", "{{.Id}}", &versioned]),
+        b"",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let image_id = text(&out.stdout)
+        .trim()
+        .trim_start_matches("sha256:")
+        .to_owned();
+    // The binary as it is in the image: copied out of a created (never started) container.
+    let scratch = scratch("function_yaml_digests");
+    let name = format!("cutover-digest-{}", std::process::id());
+    let created = run(
+        Command::new("podman").args(["create", "--pull=never", "--name", &name, &versioned]),
+        b"",
+    );
+    assert!(created.status.success(), "{}", text(&created.stderr));
+    let binary = scratch.join("cutover");
+    let copied = run(
+        Command::new("podman")
+            .arg("cp")
+            .arg(format!("{name}:/cutover"))
+            .arg(&binary),
+        b"",
+    );
+    run(Command::new("podman").args(["rm", &name]), b"");
+    assert!(copied.status.success(), "{}", text(&copied.stderr));
+    let sum = run(Command::new("sha256sum").arg(&binary), b"");
+    let binary_sha = text(&sum.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    let path = Path::new(REPO).join("function.yaml");
+    let yaml = fs::read_to_string(&path).unwrap();
+    let values = |comment: &str| -> Vec<String> {
+        yaml.lines()
+            .filter_map(|l| l.trim().strip_suffix(comment))
+            .filter_map(|l| l.trim().strip_prefix("sha256: "))
+            .map(str::to_owned)
+            .collect()
+    };
+    let (ids, shas) = (values("# image ID"), values("# exec binary"));
+    assert!(
+        !ids.is_empty() && !shas.is_empty(),
+        "no marked sha256 lines"
+    );
+    if std::env::var("UPDATE_EXPECTED").is_ok_and(|v| v == "1") {
+        let mut updated = yaml.clone();
+        for old in ids.iter().chain(&shas) {
+            let new = if ids.contains(old) {
+                &image_id
+            } else {
+                &binary_sha
+            };
+            updated = updated.replace(old.as_str(), new);
+        }
+        fs::write(&path, updated).unwrap();
+    } else {
+        for id in &ids {
+            assert_eq!(
+                id, &image_id,
+                "function.yaml's container sha256 is not this build's image ID: scripts/release.sh --update"
+            );
+        }
+        for sha in &shas {
+            assert_eq!(
+                sha, &binary_sha,
+                "function.yaml's exec sha256 is not this build's binary: scripts/release.sh --update"
+            );
+        }
+    }
+    fs::remove_dir_all(&scratch).unwrap();
+}
