@@ -37,8 +37,8 @@ fn schema_usage() -> String {
 cutover schema — print the JSON schema (OpenAPI v3, as in function.yaml) of the function config
 
 USAGE:
-    cutover schema          every kind (oneOf), the schema function.yaml carries
-    cutover schema KIND     one kind: {kinds}
+    cutover schema          every kind (oneOf)
+    cutover schema KIND     one kind, as its function.yaml document carries it: {kinds}
                             (or its mode name: {modes})
 ",
         kinds = kind_names(", "),

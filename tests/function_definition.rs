@@ -36,7 +36,9 @@ const HEAD: &str = "\
 #   release pushes this image (scripts/release.sh writes it as an OCI archive) under its
 #   registry name.
 # - exec: the static linux/amd64 binary scripts/release.sh produces, which a release uploads
-#   under `uri`.
+#   under `uri`. The WASI module with its sandboxing host cutover-wasm (docs/wasm.md) is not a
+#   platform entry: an entry is one downloadable file with one sha256, and that runtime is two
+#   files (host and module) that no release publishes yet.
 # Both sha256 values are of one reproducible build (scripts/build-static-binary.sh) and change
 # with the code: `scripts/release.sh --update` rewrites them; tests/container.rs fails while they
 # are stale.
