@@ -4,8 +4,8 @@
 //! (`CARGO_BIN_EXE_cutover`), on copies of every `examples/*/` package and of our own fixtures.
 //!
 //! Needs root, podman, kpt, kubectl and the image `localhost/cutover:dev` built by
-//! `scripts/build-image.sh`, with the environment of `scripts/containers-env.sh` (private
-//! storage). `scripts/test.sh` provides all of that and sets `CUTOVER_CONTAINER_TESTS=1`; without
+//! `scripts/build-image.sh --private`, with the environment of `scripts/containers-env.sh`
+//! (private storage). `scripts/test.sh` provides all of that and sets `CUTOVER_CONTAINER_TESTS=1`; without
 //! that variable these tests print a loud SKIPPED banner and pass, so `cargo test` stays usable on
 //! a machine without podman. With it, anything missing is a failure, never a skip.
 
@@ -52,7 +52,7 @@ fn enabled(test: &str) -> bool {
     let _ = writeln!(
         std::io::stderr(),
         "\n!!!!!!!! SKIPPED container test `{test}`: set CUTOVER_CONTAINER_TESTS=1 after \
-         scripts/build-image.sh (scripts/test.sh does both) !!!!!!!!\n"
+         scripts/build-image.sh --private (scripts/test.sh does both) !!!!!!!!\n"
     );
     false
 }
