@@ -228,14 +228,7 @@ fn shim(dir: &Path, name: &str, target: &str) -> String {
 
 /// Absolute path of a program on PATH (the shims must not exec themselves).
 fn which(program: &str) -> String {
-    std::env::var("PATH")
-        .unwrap_or_default()
-        .split(':')
-        .map(|d| Path::new(d).join(program))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("{program} not on PATH"))
-        .display()
-        .to_string()
+    common::which(program).display().to_string()
 }
 
 /// Asserts that every run logged by a shim used the flags kpt and kustomize promise.

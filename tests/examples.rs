@@ -65,18 +65,24 @@ fn run_case(env: &Env, case: &TestCase) -> Result<(), String> {
         e2e::setup(env, case, &ws);
         let out = e2e::run_once(env, case, &ws, results);
         e2e::compare(case, &out).map_err(|e| format!("iteration {iteration}: {e}"))?;
-        if out.exit_code != 0 {
+        // After a (matching) failure kpt's runFnEval stops before teardown.sh, runFnRender after.
+        if out.exit_code != 0 && case.config.test_type == "eval" {
             break;
         }
-        let again = e2e::rerun_diff(env, case, &ws);
-        if !again.is_empty() {
-            return Err(format!(
-                "a second run on the output changed files:\n{again}"
-            ));
+        if out.exit_code == 0 {
+            let again = e2e::rerun_diff(env, case, &ws);
+            if !again.is_empty() {
+                return Err(format!(
+                    "a second run on the output changed files:\n{again}"
+                ));
+            }
         }
         e2e::teardown(env, case, &ws);
         if !case.config.debug {
             std::fs::remove_dir_all(&ws.tmp).unwrap();
+        }
+        if out.exit_code != 0 {
+            break;
         }
     }
     Ok(())

@@ -223,7 +223,7 @@ fn git_commit(env: &Env, dir: &Path, message: &str) {
 /// kpt's `gitDiff`: the environment is replaced by `GIT_DIFF_OPTS=` alone, so no user or global
 /// git configuration shapes the diff.
 fn git_diff(dir: &Path, from: &str) -> String {
-    let git = which("git");
+    let git = crate::common::which("git");
     let out = Command::new(git)
         .current_dir(dir)
         .env_clear()
@@ -233,15 +233,6 @@ fn git_diff(dir: &Path, from: &str) -> String {
         .expect("git diff");
     assert!(out.status.success(), "git diff in {}", dir.display());
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn which(program: &str) -> PathBuf {
-    std::env::var("PATH")
-        .unwrap_or_default()
-        .split(':')
-        .map(|d| Path::new(d).join(program))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("{program} not on PATH"))
 }
 
 /// A package copied (`cp -r`, `.expected` included) into `<tmp>/<name>`, committed.
