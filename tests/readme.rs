@@ -492,3 +492,45 @@ fn kubectl_kustomize_skips_exec_functions_unless_guarded() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The kustomize function configs the README shows are the bundled examples' files (comments
+/// aside), so the tested examples are what a reader copies.
+#[test]
+fn readme_kustomize_snippets_are_the_examples() {
+    let readme = std::fs::read_to_string(common::root().join("README.md")).unwrap();
+    let code = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| !l.trim_start().starts_with('#') && !l.trim().is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let blocks: Vec<&str> = readme
+        .split("```yaml\n")
+        .skip(1)
+        .map(|b| &b[..b.find("```").unwrap()])
+        .collect();
+    for (example, after) in [
+        ("kustomize-container", "# cutover.yaml\n"),
+        (
+            "kustomize-exec",
+            "# kustomization.yaml: transformers: [cutover.yaml]\n",
+        ),
+    ] {
+        let file = std::fs::read_to_string(
+            common::root()
+                .join("examples")
+                .join(example)
+                .join("cutover.yaml"),
+        )
+        .unwrap();
+        let block = blocks
+            .iter()
+            .find_map(|b| b.split_once(after).map(|(_, rest)| rest))
+            .unwrap_or_else(|| panic!("README has no block with {after:?}"));
+        assert_eq!(
+            code(block),
+            code(&file),
+            "README snippet vs examples/{example}/cutover.yaml"
+        );
+    }
+}
