@@ -62,16 +62,10 @@ pub fn parse(fc: &Value) -> Result<FunctionConfig, KrmResult> {
         )
         .current(mode));
     };
-    parse_mode(fc, &data, kind).map_err(|r| r.tag("mode", kind.mode()))
-}
-
-/// The data of a ConfigMap whose `mode` names `kind`, as that kind's spec.
-fn parse_mode(fc: &Value, data: &Mapping, kind: Kind) -> Result<FunctionConfig, KrmResult> {
-    let err = |message: String, path: &str| KrmResult::error(message).about(fc).field(path);
     let spec_schema = schema::spec_schema(kind);
     let mut spec = Mapping::new();
     for (key, value) in data {
-        let Value::String(key) = key.clone() else {
+        let Value::String(key) = key else {
             return Err(err("ConfigMap data keys must be strings".into(), "data"));
         };
         if key == MODE_KEY {
@@ -82,7 +76,7 @@ fn parse_mode(fc: &Value, data: &Mapping, kind: Kind) -> Result<FunctionConfig, 
                 format!("data.{key} must be a string (ConfigMap data holds only strings)"),
                 &format!("data.{key}"),
             )
-            .current(value.clone()));
+            .current(value));
         };
         let path: Vec<&str> = key.split('.').collect();
         if path.iter().any(|p| p.is_empty()) {
@@ -91,7 +85,7 @@ fn parse_mode(fc: &Value, data: &Mapping, kind: Kind) -> Result<FunctionConfig, 
                 &format!("data.{key}"),
             ));
         }
-        let typed = typed_value(text, field_schema(&spec_schema, &path));
+        let typed = typed_value(&text, field_schema(&spec_schema, &path));
         insert_path(&mut spec, &path, typed).map_err(|m| err(m, &format!("data.{key}")))?;
     }
     let spec = Value::Mapping(spec);
@@ -101,6 +95,14 @@ fn parse_mode(fc: &Value, data: &Mapping, kind: Kind) -> Result<FunctionConfig, 
         Kind::LoadBalancerAnnouncer => decode::<LoadBalancerAnnouncerSpec>(fc, spec, "data.")
             .map(FunctionConfig::LoadBalancerAnnouncer),
     }
+}
+
+/// The kind a ConfigMap function config's `mode` names, if it names one.
+pub fn mode_of(fc: &Value) -> Option<Kind> {
+    fc.get("data")?
+        .get(MODE_KEY)?
+        .as_str()
+        .and_then(Kind::from_name)
 }
 
 /// Results about a ConfigMap function config name its fields as the user wrote them: a mode

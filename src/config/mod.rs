@@ -108,7 +108,10 @@ fn parse_untagged(function_config: Option<&Value>) -> Result<FunctionConfig, Krm
     };
     let err = |message: String, path: &str| KrmResult::error(message).about(fc).field(path);
     match (fc.api_version(), fc.kind()) {
-        ("v1", "ConfigMap") => configmap::parse(fc),
+        ("v1", "ConfigMap") => configmap::parse(fc).map_err(|r| match configmap::mode_of(fc) {
+            Some(kind) => r.tag("mode", kind.mode()),
+            None => r,
+        }),
         (API_VERSION, kind) => match Kind::from_name(kind).filter(|k| k.name() == kind) {
             Some(kind) => decode_typed(fc, kind).map_err(|r| r.tag("mode", kind.mode())),
             None => Err(err(
