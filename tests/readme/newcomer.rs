@@ -125,6 +125,19 @@ impl Newcomer {
         Newcomer { dir, env }
     }
 
+    /// Removes everything. podman's overlay driver may leave its `overlay` directory bind-mounted
+    /// after podman exits; unmount it first (nothing else is mounted there).
+    fn remove(&self) {
+        let overlay = self.dir.join("containers/storage/overlay");
+        if overlay.exists() {
+            let _ = Command::new("umount")
+                .arg(&overlay)
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+        std::fs::remove_dir_all(&self.dir).unwrap();
+    }
+
     fn work(&self) -> PathBuf {
         self.dir.join("work")
     }
@@ -207,7 +220,7 @@ fn readme_commands_work_as_written() {
         }
         check_snippet(&user, &snippet.name, &out, &err);
     }
-    std::fs::remove_dir_all(&user.dir).unwrap();
+    user.remove();
 }
 
 /// What each snippet must have done beyond exiting 0.
