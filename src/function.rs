@@ -106,6 +106,7 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
         ),
     };
     let mut results = outcome.results;
+    crate::config::configmap::user_field_paths(&mut results, fc);
     let mut items = std::mem::take(&mut list.items);
     let mut origins: Vec<Option<usize>> = (0..items.len()).map(Some).collect();
     // Replaced and removed input items, and edits not applied: freed after the output is written.
@@ -130,7 +131,7 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
             // `apply` checks everything before it touches the items: they are still the input.
             Err(e) => {
                 text_patches.clear();
-                results.push(e);
+                results.push(e.tag("check", ENGINE_CHECK));
             }
         }
     } else {
@@ -228,6 +229,9 @@ fn edits_on_released(
 }
 
 pub use crate::krm::free_in_background;
+
+/// The `check` tag of results the engine itself adds (an edit that cannot be applied).
+pub const ENGINE_CHECK: &str = "engine";
 
 /// Results about an object (the function config, a created object) that name no file get the
 /// file of the input item with the same identity, so kpt users can find what to fix. Released

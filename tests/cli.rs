@@ -226,3 +226,143 @@ fn help_version_and_schema() {
     let bad = run_cmd(Command::new(common::bin()).arg("--frobnicate"));
     assert_eq!(bad.code, 2);
 }
+
+#[test]
+fn every_subcommand_has_help() {
+    for args in [
+        &["schema", "--help"][..],
+        &["schema", "-h"],
+        &["help", "schema"],
+        &["schema", "MetalLBImagePrepull", "--help"],
+    ] {
+        let run = run_cmd(Command::new(common::bin()).args(args));
+        assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stdout_str().contains("cutover schema KIND"),
+            "{args:?}: {}",
+            run.stdout_str()
+        );
+        assert!(!run.stderr.contains("unknown kind"), "{args:?}");
+    }
+    for args in [&["--help"][..], &["-h"], &["help"]] {
+        let run = run_cmd(Command::new(common::bin()).args(args));
+        assert_eq!(run.code, 0);
+        for kind in cutover::config::Kind::ALL {
+            assert!(run.stdout_str().contains(kind.name()), "{kind:?} missing");
+        }
+    }
+    let bad = run_cmd(Command::new(common::bin()).args(["schema", "a", "b"]));
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("cutover schema KIND"), "{}", bad.stderr);
+}
+
+/// Each error names its place once: in the result's field (printed before the message), or in
+/// the "at line L, column C" of a syntax error — never again inside the message.
+#[test]
+fn errors_say_their_location_once() {
+    let typo = "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata: {name: c}\nspec:\n  annoucer: cilium\n";
+    let run = run_fn(resource_list(&[CM], Some(typo)).as_bytes());
+    let r = &run.results()[0];
+    assert_eq!(r["field"]["path"], "spec.annoucer");
+    assert!(
+        !r["message"].as_str().unwrap().contains("spec.annoucer"),
+        "{r:?}"
+    );
+    assert_eq!(
+        run.stderr.matches("spec.annoucer").count(),
+        1,
+        "{}",
+        run.stderr
+    );
+    let run = run_fn(b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: [\n");
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("at line 4, column 1: "),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("line 4 column 1"), "{}", run.stderr);
+    let run = run_fn(b"{\"kind\": }");
+    assert!(
+        run.stderr.contains("at line 1, column 10: expected value"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("column 10 "), "{}", run.stderr);
+}
+
+/// In kpt's ConfigMap form the user wrote `data.x`: mode results about the config say so too.
+#[test]
+fn configmap_form_results_name_data_fields() {
+    // Phase stop-speaker without a MetalLB installation among the items: an error about the
+    // config's `phase` field, produced by the mode (not by the config parser).
+    let pool = "apiVersion: metallb.io/v1beta1\nkind: IPAddressPool\nmetadata: {name: p, namespace: metallb-system}\nspec: {addresses: [10.0.0.0/24]}";
+    let typed = "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata: {name: c}\nspec: {announcer: cilium, phase: stop-speaker, ciliumVersion: 1.18.4}\n";
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\ndata: {mode: load-balancer-announcer, announcer: cilium, phase: stop-speaker, ciliumVersion: 1.18.4}\n";
+    for (config, path) in [(typed, "spec.phase"), (cm, "data.phase")] {
+        let run = run_fn(resource_list(&[CM, pool], Some(config)).as_bytes());
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        let errors: Vec<Value> = run
+            .results()
+            .into_iter()
+            .filter(|r| r["severity"] == "error")
+            .collect();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0]["field"]["path"], path, "{errors:?}");
+        assert_eq!(errors[0]["resourceRef"]["name"], config_name(config));
+    }
+}
+
+fn config_name(config: &str) -> String {
+    let v: Value = serde_yaml::from_str(config).unwrap();
+    v["metadata"]["name"].as_str().unwrap().to_owned()
+}
+
+/// Without a config (kpt sends an empty ConfigMap then) the error shows what a config of each
+/// kind looks like.
+#[test]
+fn no_config_shows_what_a_config_looks_like() {
+    let empty_cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\ndata: {}\n";
+    for config in [None, Some(empty_cm)] {
+        let run = run_fn(resource_list(&[CM], config).as_bytes());
+        assert_eq!(run.code, 1);
+        let message = run.results()[0]["message"].as_str().unwrap().to_owned();
+        assert!(message.contains("--fn-config"), "{message}");
+        for kind in cutover::config::Kind::ALL {
+            let example = format!(
+                "\n  apiVersion: fn.cutover.dev/v1alpha1\n  kind: {}\n",
+                kind.name()
+            );
+            assert!(message.contains(&example), "{kind:?} missing:\n{message}");
+            assert!(
+                message.contains(&format!("mode={}", kind.mode()))
+                    || kind != *cutover::config::Kind::ALL.last().unwrap()
+            );
+        }
+        // Each example is a valid config: parse it and run it.
+        let first = message.split("\n\n").nth(1).unwrap();
+        let doc: String = first.lines().map(|l| format!("{}\n", &l[2..])).collect();
+        let run = run_fn(resource_list(&[CM], Some(&doc)).as_bytes());
+        assert!(
+            !run.results().iter().any(|r| r["tags"]["check"] == "config"),
+            "the example config is rejected: {doc}\n{:?}",
+            run.results()
+        );
+    }
+}
+
+/// Results about the config carry `check: config`, and `mode` once the config names one.
+#[test]
+fn config_results_are_tagged() {
+    let r = assert_config_error(None, "functionConfig");
+    assert_eq!(r["tags"]["check"], "config");
+    assert!(r["tags"]["mode"].is_null());
+    let typed = "apiVersion: fn.cutover.dev/v1alpha1\nkind: MetalLBImagePrepull\nmetadata: {name: c}\nspec:\n  waitTimeout: soon\n";
+    let r = assert_config_error(Some(typed), "spec.waitTimeout");
+    assert_eq!(r["tags"]["check"], "config");
+    assert_eq!(r["tags"]["mode"], "metallb-image-prepull");
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\ndata: {mode: load-balancer-announcer, colour: blue}\n";
+    let r = assert_config_error(Some(cm), "data.colour");
+    assert_eq!(r["tags"]["check"], "config");
+    assert_eq!(r["tags"]["mode"], "load-balancer-announcer");
+}

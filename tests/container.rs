@@ -4,8 +4,8 @@
 //! (`CARGO_BIN_EXE_cutover`), on copies of every `examples/*/` package and of our own fixtures.
 //!
 //! Needs root, podman, kpt, kubectl and the image `localhost/cutover:dev` built by
-//! `scripts/build-image.sh`, with the environment of `scripts/containers-env.sh` (private
-//! storage). `scripts/test.sh` provides all of that and sets `CUTOVER_CONTAINER_TESTS=1`; without
+//! `scripts/build-image.sh --private`, with the environment of `scripts/containers-env.sh`
+//! (private storage). `scripts/test.sh` provides all of that and sets `CUTOVER_CONTAINER_TESTS=1`; without
 //! that variable these tests print a loud SKIPPED banner and pass, so `cargo test` stays usable on
 //! a machine without podman. With it, anything missing is a failure, never a skip.
 
@@ -52,7 +52,7 @@ fn enabled(test: &str) -> bool {
     let _ = writeln!(
         std::io::stderr(),
         "\n!!!!!!!! SKIPPED container test `{test}`: set CUTOVER_CONTAINER_TESTS=1 after \
-         scripts/build-image.sh (scripts/test.sh does both) !!!!!!!!\n"
+         scripts/build-image.sh --private (scripts/test.sh does both) !!!!!!!!\n"
     );
     false
 }
@@ -228,14 +228,7 @@ fn shim(dir: &Path, name: &str, target: &str) -> String {
 
 /// Absolute path of a program on PATH (the shims must not exec themselves).
 fn which(program: &str) -> String {
-    std::env::var("PATH")
-        .unwrap_or_default()
-        .split(':')
-        .map(|d| Path::new(d).join(program))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("{program} not on PATH"))
-        .display()
-        .to_string()
+    common::which(program).display().to_string()
 }
 
 /// Asserts that every run logged by a shim used the flags kpt and kustomize promise.
@@ -808,4 +801,89 @@ fn kubectl_kustomize_runs_the_prepull_container_generator() {
             "Kustomization"
         ]
     );
+}
+
+/// function.yaml's runtimes describe this build: every `sha256: ...  # image ID` is the image ID
+/// of `localhost/cutover:<version>`, every `sha256: ...  # exec binary` the sha256 of the image's
+/// `/cutover`, which is the static release binary (scripts/build-static-binary.sh builds both,
+/// reproducibly). `UPDATE_EXPECTED=1` rewrites them, as `scripts/release.sh --update` does.
+#[test]
+fn function_yaml_digests_are_this_build() {
+    if !enabled("function_yaml_digests_are_this_build") {
+        return;
+    }
+    let versioned = format!("localhost/cutover:{}", env!("CARGO_PKG_VERSION"));
+    let out = run(
+        Command::new("podman").args(["image", "inspect", "--format", "{{.Id}}", &versioned]),
+        b"",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let image_id = text(&out.stdout)
+        .trim()
+        .trim_start_matches("sha256:")
+        .to_owned();
+    // The binary as it is in the image: copied out of a created (never started) container.
+    let scratch = scratch("function_yaml_digests");
+    let name = format!("cutover-digest-{}", std::process::id());
+    let created = run(
+        Command::new("podman").args(["create", "--pull=never", "--name", &name, &versioned]),
+        b"",
+    );
+    assert!(created.status.success(), "{}", text(&created.stderr));
+    let binary = scratch.join("cutover");
+    let copied = run(
+        Command::new("podman")
+            .arg("cp")
+            .arg(format!("{name}:/cutover"))
+            .arg(&binary),
+        b"",
+    );
+    run(Command::new("podman").args(["rm", &name]), b"");
+    assert!(copied.status.success(), "{}", text(&copied.stderr));
+    let sum = run(Command::new("sha256sum").arg(&binary), b"");
+    let binary_sha = text(&sum.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    let path = Path::new(REPO).join("function.yaml");
+    let yaml = fs::read_to_string(&path).unwrap();
+    let values = |comment: &str| -> Vec<String> {
+        yaml.lines()
+            .filter_map(|l| l.trim().strip_suffix(comment))
+            .filter_map(|l| l.trim().strip_prefix("sha256: "))
+            .map(str::to_owned)
+            .collect()
+    };
+    let (ids, shas) = (values("# image ID"), values("# exec binary"));
+    assert!(
+        !ids.is_empty() && !shas.is_empty(),
+        "no marked sha256 lines"
+    );
+    if std::env::var("UPDATE_EXPECTED").is_ok_and(|v| v == "1") {
+        let mut updated = yaml.clone();
+        for old in ids.iter().chain(&shas) {
+            let new = if ids.contains(old) {
+                &image_id
+            } else {
+                &binary_sha
+            };
+            updated = updated.replace(old.as_str(), new);
+        }
+        fs::write(&path, updated).unwrap();
+    } else {
+        for id in &ids {
+            assert_eq!(
+                id, &image_id,
+                "function.yaml's container sha256 is not this build's image ID: scripts/release.sh --update"
+            );
+        }
+        for sha in &shas {
+            assert_eq!(
+                sha, &binary_sha,
+                "function.yaml's exec sha256 is not this build's binary: scripts/release.sh --update"
+            );
+        }
+    }
+    fs::remove_dir_all(&scratch).unwrap();
 }

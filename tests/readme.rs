@@ -1,6 +1,8 @@
-//! README.md's configuration reference is generated from the schema (`cutover schema KIND`);
-//! this test fails when they drift. `UPDATE_EXPECTED=1` rewrites the section between the
-//! `<!-- config-reference:begin -->` and `<!-- config-reference:end -->` markers.
+//! README.md, checked: its configuration reference is generated from the schema (`cutover schema
+//! KIND`) and fails when they drift; the shell blocks it marks `<!-- readme-test: NAME -->` are
+//! run literally, as a newcomer would run them (see `Newcomer`). `UPDATE_EXPECTED=1` rewrites
+//! the section between the `<!-- config-reference:begin -->` and `<!-- config-reference:end -->`
+//! markers.
 
 mod common;
 
@@ -167,3 +169,7 @@ fn quickstart_resource_list_is_the_example_and_runs() {
         .collect();
     assert!(kinds.iter().any(|k| k == "DaemonSet"), "{kinds:?}");
 }
+
+/// The README's user-facing commands, run literally.
+#[path = "readme/newcomer.rs"]
+mod newcomer;

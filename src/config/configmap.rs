@@ -25,6 +25,17 @@ pub fn parse(fc: &Value) -> Result<FunctionConfig, KrmResult> {
         Some(Value::Mapping(m)) => m.clone(),
         Some(_) => return Err(err("ConfigMap data is not a mapping".into(), "data")),
     };
+    if data.is_empty() {
+        // What kpt sends when it was given no config at all (`kpt fn eval --exec cutover`).
+        return Err(err(
+            format!(
+                "no function config (ConfigMap {} has no data): cutover needs one to pick its mode; {}",
+                fc.name(),
+                super::config_help()
+            ),
+            "data.mode",
+        ));
+    }
     let mode = match data.get(MODE_KEY) {
         Some(Value::String(mode)) => mode.clone(),
         Some(other) => {
@@ -33,8 +44,9 @@ pub fn parse(fc: &Value) -> Result<FunctionConfig, KrmResult> {
         None => {
             return Err(err(
                 format!(
-                    "ConfigMap {} has no `mode`: add mode=metallb-image-prepull or mode=load-balancer-announcer",
-                    fc.name()
+                    "ConfigMap {} has no `mode`: add {}",
+                    fc.name(),
+                    Kind::ALL.map(|k| format!("mode={}", k.mode())).join(" or ")
                 ),
                 "data.mode",
             ));
@@ -43,7 +55,8 @@ pub fn parse(fc: &Value) -> Result<FunctionConfig, KrmResult> {
     let Some(kind) = Kind::from_name(&mode) else {
         return Err(err(
             format!(
-                "unknown mode {mode:?}: expected metallb-image-prepull or load-balancer-announcer"
+                "unknown mode {mode:?}: expected {}",
+                Kind::ALL.map(Kind::mode).join(" or ")
             ),
             "data.mode",
         )
@@ -81,6 +94,36 @@ pub fn parse(fc: &Value) -> Result<FunctionConfig, KrmResult> {
             .map(|spec| FunctionConfig::MetalLBImagePrepull(Box::new(spec))),
         Kind::LoadBalancerAnnouncer => decode::<LoadBalancerAnnouncerSpec>(fc, spec, "data.")
             .map(FunctionConfig::LoadBalancerAnnouncer),
+    }
+}
+
+/// The kind a ConfigMap function config's `mode` names, if it names one.
+pub fn mode_of(fc: &Value) -> Option<Kind> {
+    fc.get("data")?
+        .get(MODE_KEY)?
+        .as_str()
+        .and_then(Kind::from_name)
+}
+
+/// Results about a ConfigMap function config name its fields as the user wrote them: a mode
+/// that says `spec.waitTimeout` (the typed form's path) means `data.waitTimeout` here. Only
+/// results whose `resourceRef` is the function config itself are rewritten.
+pub fn user_field_paths(results: &mut [KrmResult], fc: Option<&Value>) {
+    let Some(fc) = fc.filter(|fc| fc.api_version() == "v1" && fc.kind() == "ConfigMap") else {
+        return;
+    };
+    let config = fc.resource_ref();
+    for r in results {
+        if r.resource_ref.as_deref() != Some(&config) {
+            continue;
+        }
+        if let Some(field) = r.field.as_mut() {
+            if field.path == "spec" {
+                field.path = "data".into();
+            } else if let Some(rest) = field.path.strip_prefix("spec.") {
+                field.path = format!("data.{rest}");
+            }
+        }
     }
 }
 

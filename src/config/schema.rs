@@ -1,8 +1,8 @@
 //! JSON schemas of the function configuration, generated from the typed structs.
 //!
-//! The same schema is printed by `cutover schema`, embedded in `function.yaml`
-//! (`spec.versions[0].schema.openAPIV3Schema`, checked by a test) and used to type the values of
-//! the ConfigMap form. Schemas are OpenAPI v3 flavoured with every subschema inlined (no `$ref`),
+//! The same schemas are printed by `cutover schema [KIND]`, embedded in `function.yaml` (each
+//! kind's `KRMFunctionDefinition` carries [`kind_schema`], checked by a test) and used to type the
+//! values of the ConfigMap form. Schemas are OpenAPI v3 flavoured with every subschema inlined (no `$ref`),
 //! as CRD-style `openAPIV3Schema`s require.
 
 use schemars::JsonSchema;
@@ -61,7 +61,7 @@ pub fn kind_schema(kind: Kind) -> Json {
     })
 }
 
-/// Schema accepting any configuration kind: what `function.yaml` carries.
+/// Schema accepting any configuration kind (`cutover schema`).
 pub fn function_config_schema() -> Json {
     json!({
         "type": "object",

@@ -153,10 +153,14 @@ impl std::fmt::Display for InputError {
                 message,
                 line: Some(line),
                 column: Some(column),
-            } => write!(
-                f,
-                "input is not valid YAML/JSON at line {line}, column {column}: {message}"
-            ),
+            } => {
+                // The parsers end their messages with the same place: say it once.
+                let message = message.replacen(&format!(" at line {line} column {column}"), "", 1);
+                write!(
+                    f,
+                    "input is not valid YAML/JSON at line {line}, column {column}: {message}"
+                )
+            }
             InputError::Syntax { message, .. } => {
                 write!(f, "input is not valid YAML/JSON: {message}")
             }

@@ -90,6 +90,16 @@ pub fn run_cmd(cmd: &mut Command) -> Run {
     }
 }
 
+/// Absolute path of a program on PATH.
+pub fn which(program: &str) -> PathBuf {
+    std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .map(|d| Path::new(d).join(program))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{program} not on PATH"))
+}
+
 /// A `kpt` command with a clean environment for deterministic output.
 pub fn kpt() -> Command {
     let mut cmd = Command::new("kpt");
