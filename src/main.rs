@@ -15,12 +15,13 @@ cutover — KRM function for outage-free load-balancer cutovers
 USAGE:
     cutover                 run as a KRM function: ResourceList on stdin, ResourceList on stdout
     cutover schema [KIND]   print the JSON schema of the function config (all kinds, or one of
-                            MetalLBImagePrepull, LoadBalancerAnnouncer)
+                            MetalLBImagePrepull, LoadBalancerAnnouncer, Capm3OSImageSources)
     cutover --help          print this help
     cutover --version       print the version
 
-Function config: apiVersion fn.cutover.dev/v1alpha1, kind MetalLBImagePrepull or
-LoadBalancerAnnouncer, or kpt's `-- mode=metallb-image-prepull|load-balancer-announcer key=value`.
+Function config: apiVersion fn.cutover.dev/v1alpha1, kind MetalLBImagePrepull,
+LoadBalancerAnnouncer or Capm3OSImageSources, or kpt's
+`-- mode=metallb-image-prepull|load-balancer-announcer|capm3-os-image-sources key=value`.
 Exit code: 0 without error results, 1 with. Diagnostics go to stderr.
 ";
 
@@ -35,7 +36,8 @@ fn main() -> ExitCode {
         ["schema", kind] => match Kind::from_name(kind) {
             Some(kind) => print_json(&schema::kind_schema(kind)),
             None => usage_error(&format!(
-                "unknown kind {kind:?}: expected MetalLBImagePrepull or LoadBalancerAnnouncer"
+                "unknown kind {kind:?}: expected {}",
+                Kind::names()
             )),
         },
         _ => usage_error(&format!("unexpected arguments {args:?}")),

@@ -12,6 +12,7 @@ use serde_yaml::{Mapping, Value};
 use super::{FunctionConfig, Kind, decode, schema};
 use crate::krm::{KrmObject, KrmResult};
 use crate::modes::announcer::LoadBalancerAnnouncerSpec;
+use crate::modes::capm3::Capm3OSImageSourcesSpec;
 use crate::modes::prepull::MetalLBImagePrepullSpec;
 
 /// The data key that selects the mode.
@@ -33,8 +34,9 @@ pub fn parse(fc: &Value) -> Result<FunctionConfig, KrmResult> {
         None => {
             return Err(err(
                 format!(
-                    "ConfigMap {} has no `mode`: add mode=metallb-image-prepull or mode=load-balancer-announcer",
-                    fc.name()
+                    "ConfigMap {} has no `mode`: add mode=<{}>",
+                    fc.name(),
+                    Kind::modes()
                 ),
                 "data.mode",
             ));
@@ -42,9 +44,7 @@ pub fn parse(fc: &Value) -> Result<FunctionConfig, KrmResult> {
     };
     let Some(kind) = Kind::from_name(&mode) else {
         return Err(err(
-            format!(
-                "unknown mode {mode:?}: expected metallb-image-prepull or load-balancer-announcer"
-            ),
+            format!("unknown mode {mode:?}: expected {}", Kind::modes()),
             "data.mode",
         )
         .current(mode));
@@ -81,6 +81,8 @@ pub fn parse(fc: &Value) -> Result<FunctionConfig, KrmResult> {
             .map(|spec| FunctionConfig::MetalLBImagePrepull(Box::new(spec))),
         Kind::LoadBalancerAnnouncer => decode::<LoadBalancerAnnouncerSpec>(fc, spec, "data.")
             .map(FunctionConfig::LoadBalancerAnnouncer),
+        Kind::Capm3OSImageSources => decode::<Capm3OSImageSourcesSpec>(fc, spec, "data.")
+            .map(FunctionConfig::Capm3OSImageSources),
     }
 }
 

@@ -2,6 +2,7 @@
 //! writes I/O and never mutates its input (the engine applies the edits).
 
 pub mod announcer;
+pub mod capm3;
 pub mod prepull;
 
 use serde_yaml::Value;
@@ -22,7 +23,7 @@ pub struct Prepared {
 /// A mode's [`io::Observer`].
 #[derive(Debug)]
 pub enum Observer {
-    /// Keeps every item (prepull reads few, small items; no mode when the config is bad).
+    /// Keeps every item (prepull and capm3 read few, small items; no mode when the config is bad).
     KeepAll,
     /// The announcer's inventory, built item by item; Service trees are released.
     Announcer(Box<announcer::Reader>),
@@ -68,6 +69,7 @@ pub fn run_observed(
 ) -> Outcome {
     match config {
         FunctionConfig::MetalLBImagePrepull(spec) => prepull::run(spec, items, function_config),
+        FunctionConfig::Capm3OSImageSources(spec) => capm3::run(spec, items, function_config),
         FunctionConfig::LoadBalancerAnnouncer(spec) => {
             let read = match observer {
                 Observer::Announcer(reader) => reader.finish(),
