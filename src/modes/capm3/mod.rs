@@ -30,10 +30,6 @@ use crate::krm::{Edit, KrmObject, KrmResult, Outcome, Severity};
 use crate::modes::prepull::{config_field, fc_error};
 use inputs::{CLUSTER_UNIT, Inputs, SYLVA_UNIT_LABEL};
 
-/// Annotation marking objects this mode created; its value is the mode name.
-pub const GENERATED_BY: &str = "fn.cutover.dev/generated-by";
-/// The mode name (also the `mode` result tag).
-pub const MODE: &str = "capm3-os-image-sources";
 /// The infrastructure provider this mode is about.
 pub const CAPM3: &str = "capm3";
 
@@ -317,7 +313,7 @@ fn provider(
         };
         return Ok((
             p.to_owned(),
-            "the chart values (valuesFrom items among the inputs)".into(),
+            "capi_providers.infra_provider of the chart values its valuesFrom items give".into(),
         ));
     }
     match values::sylva_values(items, inputs, namespace)? {
@@ -325,9 +321,14 @@ fn provider(
             match values::get(&sylva, &["cluster", "capi_providers", "infra_provider"]) {
                 None => Ok((
                     values::SYLVA_DEFAULT_INFRA_PROVIDER.into(),
-                    format!("sylva-units' default, {origin} does not set it"),
+                    format!(
+                        "sylva-units' default: {origin} does not set cluster.capi_providers.infra_provider"
+                    ),
                 )),
-                Some(Value::String(p)) if !values::is_template(p) => Ok((p.clone(), origin)),
+                Some(Value::String(p)) if !values::is_template(p) => Ok((
+                    p.clone(),
+                    format!("cluster.capi_providers.infra_provider in {origin}"),
+                )),
                 Some(v) => Err(err(format!(
                     "cluster.capi_providers.infra_provider in {origin} is not a provider name: {v:?}"
                 ))),
@@ -365,9 +366,8 @@ fn check_cluster(
     if provider != CAPM3 {
         out.push(
             KrmResult::info(format!(
-                "{} {}: infra provider {provider} (from {origin}), not capm3: no capm3 OS image sources to check",
-                context.as_str(),
-                item.name()
+                "{}: infra provider {provider} ({origin}), not capm3: no capm3 OS image sources to check",
+                context.as_str()
             ))
             .about(item)
             .field("spec.valuesFrom")
@@ -377,7 +377,7 @@ fn check_cluster(
     }
     out.push(
         KrmResult::info(format!(
-            "{} ({why}), infra provider capm3 (from {origin}): (A) {}, (B) {}",
+            "{} ({why}), infra provider capm3 ({origin}): (A) {}, (B) {}",
             context.as_str(),
             spec.os_images_info,
             wiring::Names::new(spec, context).served
@@ -475,7 +475,6 @@ fn check_policy(
         );
         if spec.fix && capm3.contains(&Context::Management) {
             let mut policy = policy::desired(spec);
-            crate::krm::object::set_annotation(&mut policy, GENERATED_BY, MODE);
             crate::krm::object::set_file(&mut policy, &format!("{}.yaml", spec.clone_policy), 0);
             out.push(
                 KrmResult::info(format!(
@@ -492,6 +491,13 @@ fn check_policy(
                     "{what} is not among the items: not checked (it belongs to the management cluster's package{})",
                     if capm3.contains(&Context::Management) { "; fix: true adds it" } else { "" }
                 ))
+                .about_ref(crate::krm::ResourceRef {
+                    api_version: "kyverno.io/v1".into(),
+                    kind: "ClusterPolicy".into(),
+                    name: spec.clone_policy.clone(),
+                    namespace: None,
+                })
+                .field("spec.rules")
                 .tag("check", "clone-policy"),
             );
         }
