@@ -6,23 +6,11 @@
 
 mod common;
 
-use common::{crd, k8s, kpt, run_cmd, run_fn};
+use common::{
+    crd, edit_item as edit, example_source as source, k8s, run_fn, set_path as set, with_spec,
+};
 use k8s_openapi::api::core::v1::Namespace;
 use serde_yaml::{Mapping, Value};
-
-/// `kpt fn source examples/<name> --fn-config fn-config.yaml`.
-fn source(name: &str) -> Value {
-    let dir = common::root().join("examples").join(name);
-    let run = run_cmd(
-        kpt()
-            .args(["fn", "source"])
-            .arg(&dir)
-            .arg("--fn-config")
-            .arg(dir.join("fn-config.yaml")),
-    );
-    assert_eq!(run.code, 0, "kpt fn source: {}", run.stderr);
-    run.resource_list()
-}
 
 fn yaml(src: &str) -> Value {
     serde_yaml::from_str(src).unwrap()
@@ -86,36 +74,6 @@ fn only(out: &Value, name: &str) -> Value {
     let found = check(out, name);
     assert_eq!(found.len(), 1, "{name}: {found:#?}");
     found[0].clone()
-}
-
-fn set(v: &mut Value, path: &[&str], value: Value) {
-    let mut cur = v;
-    for key in &path[..path.len() - 1] {
-        cur = cur
-            .as_mapping_mut()
-            .expect("mapping")
-            .entry(Value::from(*key))
-            .or_insert_with(|| Value::Mapping(Mapping::new()));
-    }
-    cur.as_mapping_mut()
-        .unwrap()
-        .insert(Value::from(path[path.len() - 1]), value);
-}
-
-fn with_spec(mut list: Value, key: &str, value: Value) -> Value {
-    set(&mut list, &["functionConfig", "spec", key], value);
-    list
-}
-
-fn edit(mut list: Value, kind: &str, name: &str, f: impl FnOnce(&mut Value)) -> Value {
-    let item = list["items"]
-        .as_sequence_mut()
-        .unwrap()
-        .iter_mut()
-        .find(|i| i["kind"] == kind && i["metadata"]["name"] == name)
-        .unwrap_or_else(|| panic!("no {kind} {name}"));
-    f(item);
-    list
 }
 
 fn without(mut list: Value, kind: &str, name: &str) -> Value {

@@ -295,7 +295,7 @@ fn check_level(
             .field(level.field_path(cluster, e.field))
             .tag("check", "image-selection");
             if let Some(s) = e.selector {
-                r = r.current(Value::Mapping(s));
+                r = r.current(Value::Mapping(*s));
             } else if let Some(k) = level.def.get("image_key") {
                 r = r.current(k.clone());
             }

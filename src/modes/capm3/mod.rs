@@ -89,17 +89,11 @@ impl Finding {
             fixable: true,
         }
     }
-    /// A warning that `fix: true` corrects.
-    pub fn fixable_warning(
-        check: &'static str,
-        message: String,
-        field: String,
-        current: Value,
-        proposed: Value,
-    ) -> Self {
+    /// The same finding as a warning.
+    pub fn warning(self) -> Self {
         Finding {
             severity: Severity::Warning,
-            ..Finding::fixable_error(check, message, field, current, proposed)
+            ..self
         }
     }
     /// True for an error.

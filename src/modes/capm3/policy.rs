@@ -148,7 +148,7 @@ pub fn check(
             ),
             "spec.rules".into(),
             Value::Null,
-            serde_yaml::to_value(&desired_generate(spec)).expect("serializes"),
+            yaml(&desired_generate(spec)),
         ));
         let mut fixed = item.clone();
         if let Some(rules) = rules_mut(&mut fixed) {
@@ -158,63 +158,61 @@ pub fn check(
                 match_: Some(desired_match()),
                 generate: Some(desired_generate(spec)),
             };
-            rules.push(serde_yaml::to_value(rule).expect("serializes"));
+            rules.push(yaml(&rule));
         }
         return (findings, Some(fixed));
     };
     let rule = &policy.rules[i];
     let want = desired_generate(spec);
     let have = rule.generate.clone().unwrap_or_default();
-    let base = format!("spec.rules[{i}].generate");
-    let mut field = |name: &str, current: Value, proposed: Value, why: &str| {
-        findings.push(Finding::fixable_error(
-            "clone-policy",
-            format!("ClusterPolicy {} rule {}: {why}", item.name(), rule.name),
-            format!("{base}.{name}"),
-            current,
-            proposed,
-        ));
-    };
-    let opt = |v: &Option<String>| v.clone().map(Value::from).unwrap_or(Value::Null);
-    if have.kind != want.kind || have.api_version != want.api_version {
-        field(
+    // (field, wrong, what is there, what belongs there, why it matters)
+    let checks: [(&str, bool, Value, Value, &str); 5] = [
+        (
             "kind",
-            opt(&have.kind),
-            opt(&want.kind),
+            have.kind != want.kind || have.api_version != want.api_version,
+            yaml(&have.kind),
+            yaml(&want.kind),
             "must generate a v1 ConfigMap",
-        );
-    }
-    if have.name != want.name {
-        field(
+        ),
+        (
             "name",
-            opt(&have.name),
-            opt(&want.name),
+            have.name != want.name,
+            yaml(&have.name),
+            yaml(&want.name),
             "the copy must carry the name the workload clusters' HelmReleases read",
-        );
-    }
-    if have.namespace != want.namespace {
-        field(
+        ),
+        (
             "namespace",
-            opt(&have.namespace),
-            opt(&want.namespace),
+            have.namespace != want.namespace,
+            yaml(&have.namespace),
+            yaml(&want.namespace),
             "the copy must land in each matched workload-cluster Namespace",
-        );
-    }
-    if have.synchronize != Some(true) {
-        field(
+        ),
+        (
             "synchronize",
-            have.synchronize.map(Value::from).unwrap_or(Value::Null),
+            have.synchronize != Some(true),
+            yaml(&have.synchronize),
             Value::from(true),
             "without synchronize the copies keep the served images of the day they were made",
-        );
-    }
-    if have.clone != want.clone {
-        field(
+        ),
+        (
             "clone",
-            serde_yaml::to_value(&have.clone).expect("serializes"),
-            serde_yaml::to_value(&want.clone).expect("serializes"),
+            have.clone != want.clone,
+            yaml(&have.clone),
+            yaml(&want.clone),
             "must clone the os-image-server output",
-        );
+        ),
+    ];
+    for (name, wrong, current, proposed, why) in checks {
+        if wrong {
+            findings.push(Finding::fixable_error(
+                "clone-policy",
+                format!("ClusterPolicy {} rule {}: {why}", item.name(), rule.name),
+                format!("spec.rules[{i}].generate.{name}"),
+                current,
+                proposed,
+            ));
+        }
     }
     let match_ok = rule
         .match_
@@ -229,8 +227,8 @@ pub fn check(
                 rule.name
             ),
             format!("spec.rules[{i}].match"),
-            serde_yaml::to_value(&rule.match_).expect("serializes"),
-            serde_yaml::to_value(desired_match()).expect("serializes"),
+            yaml(&rule.match_),
+            yaml(&desired_match()),
         ));
     }
     if findings.is_empty() {
@@ -247,21 +245,21 @@ pub fn check(
         if !generate.is_mapping() {
             *generate = Value::Mapping(Mapping::new());
         }
-        if let (Value::Mapping(into), Value::Mapping(from)) =
-            (generate, serde_yaml::to_value(&want).expect("serializes"))
-        {
+        if let (Value::Mapping(into), Value::Mapping(from)) = (generate, yaml(&want)) {
             for (k, v) in from {
                 into.insert(k, v);
             }
         }
         if !match_ok {
-            rule_value.insert(
-                "match".into(),
-                serde_yaml::to_value(desired_match()).expect("serializes"),
-            );
+            rule_value.insert("match".into(), yaml(&desired_match()));
         }
     }
     (findings, Some(fixed))
+}
+
+/// A typed value as YAML (these types always serialize).
+fn yaml<T: serde::Serialize>(value: &T) -> Value {
+    serde_yaml::to_value(value).expect("the policy types serialize")
 }
 
 fn rules_mut(item: &mut Value) -> Option<&mut Vec<Value>> {

@@ -214,7 +214,7 @@ pub struct SelectError {
     /// The image keys involved (the matches, or every key when nothing matched).
     pub candidates: Vec<String>,
     /// The finalized selector, if there was one.
-    pub selector: Option<Mapping>,
+    pub selector: Option<Box<Mapping>>,
     /// The field at fault: `os_image_selector` or `image_key`.
     pub field: &'static str,
 }
@@ -238,7 +238,7 @@ pub fn choose(
         |message: String, candidates: Vec<String>, selector: Option<Mapping>, field| SelectError {
             message,
             candidates,
-            selector,
+            selector: selector.map(Box::new),
             field,
         };
     let image_key = level.def.get("image_key").and_then(Value::as_str);

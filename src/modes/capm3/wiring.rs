@@ -107,16 +107,19 @@ pub fn check(raw: &[Value], refs: &[ValuesReference], names: &Names, context: Co
                     (&mut have_b, &canonical_b, "(B) served-images")
                 };
                 if *have {
-                    findings.push(Finding::fixable_warning(
-                        "duplicate",
-                        format!(
-                            "{what} ConfigMap {} is referenced twice; only the first is kept",
-                            r.name
-                        ),
-                        field,
-                        raw[i].clone(),
-                        Value::Null,
-                    ));
+                    findings.push(
+                        Finding::fixable_error(
+                            "duplicate",
+                            format!(
+                                "{what} ConfigMap {} is referenced twice; only the first is kept",
+                                r.name
+                            ),
+                            field,
+                            raw[i].clone(),
+                            Value::Null,
+                        )
+                        .warning(),
+                    );
                     continue;
                 }
                 *have = true;
@@ -233,7 +236,7 @@ pub fn check(raw: &[Value], refs: &[ValuesReference], names: &Names, context: Co
         .expect("(B) is in the desired list");
     let (a, b) = if b < a {
         let at_input = slots[b].0.map(|i| format!("spec.valuesFrom[{i}]"));
-        findings.push(Finding::fixable_warning(
+        findings.push(Finding::fixable_error(
             "values-order",
             format!(
                 "(B) {} comes before (A) {}; sylva-units renders (A) first and (B) after it, each later entry overriding the earlier ones",
@@ -242,7 +245,7 @@ pub fn check(raw: &[Value], refs: &[ValuesReference], names: &Names, context: Co
             at_input.unwrap_or_else(|| "spec.valuesFrom".into()),
             Value::Null,
             Value::Null,
-        ));
+        ).warning());
         let entry = slots.remove(b);
         slots.insert(a, entry);
         (a - 1, a)
