@@ -2,7 +2,8 @@
 //! workload-cluster namespace (sylva-core kustomize-units/mgmt-cluster-state-values/components/
 //! capm3/clone-os-images-info.yaml), and the label on the workload Namespace that makes it match.
 
-use k8s_openapi::api::core::v1::Namespace;
+use std::collections::BTreeMap;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_yaml::{Mapping, Value};
 
@@ -282,16 +283,18 @@ fn rules_mut(item: &mut Value) -> Option<&mut Vec<Value>> {
 
 /// Checks the `sylva-project.org/workload-cluster: ""` label of a workload Namespace item.
 pub fn namespace_label(item: &Value) -> Result<Option<Finding>, KrmResult> {
-    let namespace: Namespace = serde_path_to_error::deserialize(item.clone()).map_err(|e| {
-        KrmResult::error(format!("Namespace does not decode: {}", e.inner()))
-            .about(item)
-            .field(e.path().to_string())
-    })?;
-    let label = namespace
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(WORKLOAD_CLUSTER_LABEL));
+    // `metadata.labels` as k8s-openapi types it (`ObjectMeta.labels`); the rest of the object
+    // is not decoded (see `resources::data_text`).
+    let labels: BTreeMap<String, String> = match item.get("metadata").and_then(|m| m.get("labels"))
+    {
+        None | Some(Value::Null) => BTreeMap::new(),
+        Some(v) => serde_path_to_error::deserialize(v.clone()).map_err(|e| {
+            KrmResult::error(format!("Namespace labels do not decode: {}", e.inner()))
+                .about(item)
+                .field(format!("metadata.labels.{}", e.path()))
+        })?,
+    };
+    let label = labels.get(WORKLOAD_CLUSTER_LABEL);
     Ok(match label {
         Some(v) if v.is_empty() => None,
         other => Some(Finding::fixable_error(

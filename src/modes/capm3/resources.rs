@@ -2,6 +2,8 @@
 //! Kyverno ClusterPolicy it uses (core kinds come from k8s-openapi). Unknown fields are
 //! tolerated when reading; edits are made on the items themselves, so nothing is lost.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_yaml::Value;
 
@@ -198,4 +200,46 @@ pub fn cluster_policy_spec(item: &Value) -> Result<ClusterPolicySpec, KrmResult>
         .about(item)
         .field(format!("spec.{}", e.path()))
     })
+}
+
+/// The `data` of a ConfigMap or Secret item as text, typed the way k8s-openapi types the field
+/// (`BTreeMap<String, String>` for a ConfigMap; `BTreeMap<String, ByteString>`, base64, for a
+/// Secret, plus its `stringData`). Only these fields are decoded: decoding whole objects through
+/// k8s-openapi would bring its `ObjectMeta` decoder (timestamps, managed fields, about 0.5 MB of
+/// code) into the binary for fields the mode never reads.
+pub fn data_text(item: &Value, secret: bool) -> Result<BTreeMap<String, String>, KrmResult> {
+    fn field<T: serde::de::DeserializeOwned>(
+        item: &Value,
+        name: &str,
+    ) -> Result<BTreeMap<String, T>, KrmResult> {
+        match item.get(name) {
+            None | Some(Value::Null) => Ok(BTreeMap::new()),
+            Some(v) => serde_path_to_error::deserialize(v.clone()).map_err(|e| {
+                let path = e.path().to_string();
+                KrmResult::error(format!("{name} does not decode: {}", e.inner()))
+                    .about(item)
+                    .field(if path == "." {
+                        name.to_owned()
+                    } else {
+                        format!("{name}.{path}")
+                    })
+            }),
+        }
+    }
+    if !secret {
+        return field::<String>(item, "data");
+    }
+    let mut out = BTreeMap::new();
+    for (key, bytes) in field::<k8s_openapi::ByteString>(item, "data")? {
+        let text = String::from_utf8(bytes.0).map_err(|_| {
+            KrmResult::error("decoded value is not UTF-8")
+                .about(item)
+                .field(format!("data.{key}"))
+        })?;
+        out.insert(key, text);
+    }
+    for (key, text) in field::<String>(item, "stringData")? {
+        out.entry(key).or_insert(text);
+    }
+    Ok(out)
 }

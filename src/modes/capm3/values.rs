@@ -4,7 +4,6 @@
 //! replaced; `spec.values` over all of them. Only the referenced objects that are among the items
 //! take part; the others are reported as missing.
 
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use serde_yaml::{Mapping, Value};
 
 use super::inputs::{FLUX_HELM_GROUP, Inputs};
@@ -41,39 +40,17 @@ pub struct ChartValues {
 /// Reads the document at `key` of a ConfigMap or Secret item. `Ok(None)` when the key is absent.
 pub fn read_document(item: &Value, index: usize, key: &str) -> Result<Option<Document>, KrmResult> {
     let err = |message: String, field: &str| KrmResult::error(message).about(item).field(field);
-    let (field, text) = if item.is("", "Secret") {
-        let secret: Secret = serde_path_to_error::deserialize(item.clone()).map_err(|e| {
-            err(
-                format!("Secret does not decode: {}", e.inner()),
-                &e.path().to_string(),
-            )
-        })?;
-        let from_data = secret.data.as_ref().and_then(|d| d.get(key));
-        let from_string = secret.string_data.as_ref().and_then(|d| d.get(key));
-        match (from_data, from_string) {
-            (Some(bytes), _) => {
-                let field = format!("data.{key}");
-                let text = String::from_utf8(bytes.0.clone())
-                    .map_err(|_| err("decoded value is not UTF-8".into(), &field))?;
-                (field, text)
-            }
-            (None, Some(text)) => (format!("stringData.{key}"), text.clone()),
-            (None, None) => return Ok(None),
-        }
-    } else {
-        let config_map: ConfigMap =
-            serde_path_to_error::deserialize(item.clone()).map_err(|e| {
-                err(
-                    format!("ConfigMap does not decode: {}", e.inner()),
-                    &e.path().to_string(),
-                )
-            })?;
-        match config_map.data.as_ref().and_then(|d| d.get(key)) {
-            Some(text) => (format!("data.{key}"), text.clone()),
-            None => return Ok(None),
-        }
+    let secret = item.is("", "Secret");
+    let data = super::resources::data_text(item, secret)?;
+    let Some(text) = data.get(key) else {
+        return Ok(None);
     };
-    let parsed: Value = serde_yaml::from_str(&text)
+    let field = if secret && item.get("data").and_then(|d| d.get(key)).is_none() {
+        format!("stringData.{key}")
+    } else {
+        format!("data.{key}")
+    };
+    let parsed: Value = serde_yaml::from_str(text)
         .map_err(|e| err(format!("values are not valid YAML: {e}"), &field))?;
     let root = match parsed {
         Value::Null => Mapping::new(),
@@ -121,10 +98,13 @@ pub fn chart_values(
         let item = &items[index];
         match &r.target_path {
             // A single value at a path (capo's allocated IPs): kept as the string Flux reads.
-            Some(path) => match data_string(item, r.key()) {
-                Some(text) => set_path(&mut out.root, path, Value::String(text)),
-                None => out.missing.push(r.clone()),
-            },
+            Some(path) => {
+                let data = super::resources::data_text(item, item.is("", "Secret"))?;
+                match data.get(r.key()) {
+                    Some(text) => set_path(&mut out.root, path, Value::String(text.clone())),
+                    None => out.missing.push(r.clone()),
+                }
+            }
             None => match read_document(item, index, r.key())? {
                 Some(doc) => merge_maps(&mut out.root, &doc.root),
                 None => out.missing.push(r.clone()),
@@ -135,18 +115,6 @@ pub fn chart_values(
         merge_maps(&mut out.root, inline);
     }
     Ok(out)
-}
-
-/// The raw string at a data key of a ConfigMap or Secret (for `targetPath` entries).
-fn data_string(item: &Value, key: &str) -> Option<String> {
-    let data = item.get("data")?.get(key)?.as_str()?;
-    if item.is("", "Secret") {
-        let bytes: k8s_openapi::ByteString =
-            serde_yaml::from_value(Value::String(data.to_owned())).ok()?;
-        String::from_utf8(bytes.0).ok()
-    } else {
-        Some(data.to_owned())
-    }
 }
 
 /// Sets a dotted path (Helm's `--set` path without list indices or escapes, which the
