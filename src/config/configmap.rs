@@ -34,7 +34,7 @@ pub fn parse(fc: &Value) -> Result<FunctionConfig, KrmResult> {
         None => {
             return Err(err(
                 format!(
-                    "ConfigMap {} has no `mode`: add mode=<{}>",
+                    "ConfigMap {} has no `mode`: add mode=M with M one of {}",
                     fc.name(),
                     Kind::modes()
                 ),

@@ -113,9 +113,9 @@ struct Typed<S> {
 pub fn parse(function_config: Option<&Value>) -> Result<FunctionConfig, KrmResult> {
     let Some(fc) = function_config else {
         return Err(KrmResult::error(format!(
-            "no functionConfig: give a {API_VERSION} {} (kpt: --fn-config FILE), or `-- mode=<{}> [key=value ...]`",
+            "no functionConfig: give a {API_VERSION} {} (kpt: --fn-config FILE), or `-- mode={} [key=value ...]`",
             Kind::names(),
-            Kind::modes()
+            Kind::ALL.map(Kind::mode).join("|")
         ))
         .field("functionConfig"));
     };
