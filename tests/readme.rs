@@ -86,7 +86,11 @@ fn reference() -> String {
     let mut out = String::new();
     out.push_str(BEGIN);
     out.push_str("\n<!-- Generated from `cutover schema KIND` by tests/readme.rs; edit the doc comments in src/modes/*/config.rs instead. -->\n");
-    for kind in ["MetalLBImagePrepull", "LoadBalancerAnnouncer"] {
+    for kind in [
+        "MetalLBImagePrepull",
+        "LoadBalancerAnnouncer",
+        "Capm3OSImageSources",
+    ] {
         let s = schema(kind);
         out.push_str(&format!("\n#### `{kind}` (`spec:`)\n\n"));
         out.push_str("| field | type | default | description |\n|---|---|---|---|\n");

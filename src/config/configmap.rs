@@ -12,6 +12,7 @@ use serde_yaml::{Mapping, Value};
 use super::{FunctionConfig, Kind, decode, schema};
 use crate::krm::{KrmObject, KrmResult};
 use crate::modes::announcer::LoadBalancerAnnouncerSpec;
+use crate::modes::capm3::Capm3OSImageSourcesSpec;
 use crate::modes::prepull::MetalLBImagePrepullSpec;
 
 /// The data key that selects the mode.
@@ -54,10 +55,7 @@ pub fn parse(fc: &Value) -> Result<FunctionConfig, KrmResult> {
     };
     let Some(kind) = Kind::from_name(&mode) else {
         return Err(err(
-            format!(
-                "unknown mode {mode:?}: expected {}",
-                Kind::ALL.map(Kind::mode).join(" or ")
-            ),
+            format!("unknown mode {mode:?}: expected {}", Kind::modes()),
             "data.mode",
         )
         .current(mode));
@@ -94,6 +92,8 @@ pub fn parse(fc: &Value) -> Result<FunctionConfig, KrmResult> {
             .map(|spec| FunctionConfig::MetalLBImagePrepull(Box::new(spec))),
         Kind::LoadBalancerAnnouncer => decode::<LoadBalancerAnnouncerSpec>(fc, spec, "data.")
             .map(FunctionConfig::LoadBalancerAnnouncer),
+        Kind::Capm3OSImageSources => decode::<Capm3OSImageSourcesSpec>(fc, spec, "data.")
+            .map(FunctionConfig::Capm3OSImageSources),
     }
 }
 

@@ -11,6 +11,7 @@ use serde_yaml::Value;
 
 use crate::krm::{KrmObject, KrmResult};
 use crate::modes::announcer::LoadBalancerAnnouncerSpec;
+use crate::modes::capm3::Capm3OSImageSourcesSpec;
 use crate::modes::prepull::MetalLBImagePrepullSpec;
 
 /// API group of cutover's function configuration kinds.
@@ -27,17 +28,24 @@ pub enum Kind {
     MetalLBImagePrepull,
     /// `LoadBalancerAnnouncer`: the MetalLB L2 → Cilium LB-IPAM/L2 cutover.
     LoadBalancerAnnouncer,
+    /// `Capm3OSImageSources`: the capm3 OS-image sources of a Sylva cluster's `cluster` unit.
+    Capm3OSImageSources,
 }
 
 impl Kind {
     /// Every kind, in documentation order.
-    pub const ALL: [Kind; 2] = [Kind::MetalLBImagePrepull, Kind::LoadBalancerAnnouncer];
+    pub const ALL: [Kind; 3] = [
+        Kind::MetalLBImagePrepull,
+        Kind::LoadBalancerAnnouncer,
+        Kind::Capm3OSImageSources,
+    ];
 
     /// The `kind:` value.
     pub fn name(self) -> &'static str {
         match self {
             Kind::MetalLBImagePrepull => "MetalLBImagePrepull",
             Kind::LoadBalancerAnnouncer => "LoadBalancerAnnouncer",
+            Kind::Capm3OSImageSources => "Capm3OSImageSources",
         }
     }
     /// The `mode=` value of the ConfigMap form (also used as the `mode` result tag).
@@ -45,7 +53,16 @@ impl Kind {
         match self {
             Kind::MetalLBImagePrepull => "metallb-image-prepull",
             Kind::LoadBalancerAnnouncer => "load-balancer-announcer",
+            Kind::Capm3OSImageSources => "capm3-os-image-sources",
         }
+    }
+    /// Every `kind:` name, for messages: `A, B or C`.
+    pub fn names() -> String {
+        join_or(Kind::ALL.map(Kind::name))
+    }
+    /// Every mode name, for messages: `a, b or c`.
+    pub fn modes() -> String {
+        join_or(Kind::ALL.map(Kind::mode))
     }
     /// Looks a kind up by its `kind:` name or its mode name.
     pub fn from_name(name: &str) -> Option<Kind> {
@@ -62,6 +79,8 @@ pub enum FunctionConfig {
     MetalLBImagePrepull(Box<MetalLBImagePrepullSpec>),
     /// Run the load-balancer announcer cutover mode.
     LoadBalancerAnnouncer(LoadBalancerAnnouncerSpec),
+    /// Run the capm3 OS-image sources mode.
+    Capm3OSImageSources(Capm3OSImageSourcesSpec),
 }
 
 impl FunctionConfig {
@@ -70,6 +89,7 @@ impl FunctionConfig {
         match self {
             FunctionConfig::MetalLBImagePrepull(_) => Kind::MetalLBImagePrepull,
             FunctionConfig::LoadBalancerAnnouncer(_) => Kind::LoadBalancerAnnouncer,
+            FunctionConfig::Capm3OSImageSources(_) => Kind::Capm3OSImageSources,
         }
     }
 }
@@ -117,7 +137,7 @@ fn parse_untagged(function_config: Option<&Value>) -> Result<FunctionConfig, Krm
             None => Err(err(
                 format!(
                     "unknown kind {kind:?} for {API_VERSION}: expected {}",
-                    kind_list(" or ")
+                    Kind::names()
                 ),
                 "kind",
             )
@@ -133,21 +153,11 @@ fn parse_untagged(function_config: Option<&Value>) -> Result<FunctionConfig, Krm
             format!(
                 "unsupported functionConfig {api_version}/{kind}: expected {API_VERSION} {}, \
                  or a v1 ConfigMap with a `mode` key",
-                kind_list(" or ")
+                Kind::names()
             ),
             "apiVersion",
         )
         .current(api_version)),
-    }
-}
-
-/// The kinds' names, for messages (`A, B or C`).
-fn kind_list(last: &str) -> String {
-    let names = Kind::ALL.map(Kind::name);
-    match names.split_last() {
-        Some((tail, [])) => (*tail).to_owned(),
-        Some((tail, head)) => format!("{}{last}{tail}", head.join(", ")),
-        None => String::new(),
     }
 }
 
@@ -201,6 +211,17 @@ fn decode_typed(fc: &Value, kind: Kind) -> Result<FunctionConfig, KrmResult> {
             decode::<Typed<LoadBalancerAnnouncerSpec>>(fc, fc.clone(), "")
                 .map(|t| FunctionConfig::LoadBalancerAnnouncer(t.spec.unwrap_or_default()))
         }
+        Kind::Capm3OSImageSources => decode::<Typed<Capm3OSImageSourcesSpec>>(fc, fc.clone(), "")
+            .map(|t| FunctionConfig::Capm3OSImageSources(t.spec.unwrap_or_default())),
+    }
+}
+
+/// `a, b or c`.
+fn join_or<const N: usize>(names: [&str; N]) -> String {
+    match names.split_last() {
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
     }
 }
 

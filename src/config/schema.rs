@@ -11,6 +11,7 @@ use serde_json::{Value as Json, json};
 
 use super::{API_VERSION, Kind};
 use crate::modes::announcer::LoadBalancerAnnouncerSpec;
+use crate::modes::capm3::Capm3OSImageSourcesSpec;
 use crate::modes::prepull::MetalLBImagePrepullSpec;
 
 fn generate<T: JsonSchema>() -> Json {
@@ -30,6 +31,7 @@ pub fn spec_schema(kind: Kind) -> Json {
     match kind {
         Kind::MetalLBImagePrepull => generate::<MetalLBImagePrepullSpec>(),
         Kind::LoadBalancerAnnouncer => generate::<LoadBalancerAnnouncerSpec>(),
+        Kind::Capm3OSImageSources => generate::<Capm3OSImageSourcesSpec>(),
     }
 }
 
@@ -42,6 +44,11 @@ fn description(kind: Kind) -> &'static str {
         Kind::LoadBalancerAnnouncer => {
             "Plans or performs the cutover from MetalLB L2 to Cilium LB-IPAM and L2 announcements, \
              proving every LoadBalancer Service keeps its IP and announcing nodes."
+        }
+        Kind::Capm3OSImageSources => {
+            "Checks (and with fix: true rewires) where a Sylva capm3 cluster's `cluster` unit reads \
+             its OS image facts (its own os-images-info) and the list of images the management \
+             cluster's os-image-server serves, and that every selected image is served."
         }
     }
 }

@@ -178,3 +178,42 @@ fn configmap_errors_name_the_data_key() {
     );
     assert_eq!(err_path(&format!("{base}data: [1]\n")), "data");
 }
+
+#[test]
+fn capm3_typed_and_configmap_forms() {
+    let cfg = parse(Some(&fc(
+        "apiVersion: fn.cutover.dev/v1alpha1\nkind: Capm3OSImageSources\nmetadata: {name: x}\n",
+    )))
+    .unwrap();
+    let FunctionConfig::Capm3OSImageSources(spec) = cfg else {
+        panic!()
+    };
+    assert_eq!(
+        spec,
+        crate::modes::capm3::Capm3OSImageSourcesSpec::default()
+    );
+    assert_eq!(spec.served_images, "kyverno-cloned-os-image-server-images");
+    let cfg = parse(Some(&fc(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\ndata: {mode: capm3-os-image-sources, fix: 'true', cluster.name: cluster, cluster.namespace: '0123', serverOutput.namespace: mgmt}\n",
+    )))
+    .unwrap();
+    let FunctionConfig::Capm3OSImageSources(spec) = cfg else {
+        panic!()
+    };
+    assert!(spec.fix);
+    assert_eq!(spec.cluster.unwrap().namespace.as_deref(), Some("0123"));
+    assert_eq!(spec.server_output.namespace, "mgmt");
+    assert_eq!(spec.server_output.name, "capm3-os-image-server-os-images");
+    assert_eq!(
+        err_path(
+            "apiVersion: fn.cutover.dev/v1alpha1\nkind: Capm3OSImageSources\nspec: {context: mgmt}\n"
+        ),
+        "spec.context"
+    );
+    assert_eq!(
+        err_path(
+            "apiVersion: v1\nkind: ConfigMap\ndata: {mode: capm3-os-image-sources, fix: maybe}\n"
+        ),
+        "data.fix"
+    );
+}

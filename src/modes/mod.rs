@@ -2,6 +2,7 @@
 //! writes I/O and never mutates its input (the engine applies the edits).
 
 pub mod announcer;
+pub mod capm3;
 pub mod prepull;
 
 use serde_yaml::Value;
@@ -22,7 +23,7 @@ pub struct Prepared {
 /// A mode's [`io::Observer`].
 #[derive(Debug)]
 pub enum Observer {
-    /// Keeps every item (prepull reads few, small items; no mode when the config is bad).
+    /// Keeps every item (prepull and capm3 read few, small items; no mode when the config is bad).
     KeepAll,
     /// The announcer's inventory, built item by item; Service trees are released.
     Announcer(Box<announcer::Reader>),
@@ -88,6 +89,9 @@ pub fn run_observed(
     match config {
         FunctionConfig::MetalLBImagePrepull(spec) => {
             prepull::run(spec, items, function_config).into()
+        }
+        FunctionConfig::Capm3OSImageSources(spec) => {
+            capm3::run(spec, items, function_config).into()
         }
         FunctionConfig::LoadBalancerAnnouncer(spec) => {
             let read = match observer {

@@ -255,3 +255,52 @@ fn indent_item(item: &str) -> String {
     }
     out
 }
+
+/// Sets the value at a path of mapping keys, creating the mappings on the way.
+pub fn set_path(v: &mut Value, path: &[&str], value: Value) {
+    let (last, parents) = path.split_last().expect("a non-empty path");
+    let mut cur = v;
+    for key in parents {
+        cur = cur
+            .as_mapping_mut()
+            .expect("mapping")
+            .entry(Value::from(*key))
+            .or_insert_with(|| Value::Mapping(serde_yaml::Mapping::new()));
+    }
+    cur.as_mapping_mut()
+        .expect("mapping")
+        .insert(Value::from(*last), value);
+}
+
+/// A ResourceList with `functionConfig.spec.<key>` set.
+pub fn with_spec(mut list: Value, key: &str, value: Value) -> Value {
+    set_path(&mut list, &["functionConfig", "spec", key], value);
+    list
+}
+
+/// A ResourceList whose item of `kind` and `name` is changed by `f`.
+pub fn edit_item(mut list: Value, kind: &str, name: &str, f: impl FnOnce(&mut Value)) -> Value {
+    let item = list["items"]
+        .as_sequence_mut()
+        .expect("items")
+        .iter_mut()
+        .find(|i| i["kind"] == kind && i["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name}"));
+    f(item);
+    list
+}
+
+/// `kpt fn source examples/<name> --fn-config examples/<name>/fn-config.yaml`: the ResourceList
+/// kpt itself builds for an example.
+pub fn example_source(name: &str) -> Value {
+    let dir = root().join("examples").join(name);
+    let run = run_cmd(
+        kpt()
+            .args(["fn", "source"])
+            .arg(&dir)
+            .arg("--fn-config")
+            .arg(dir.join("fn-config.yaml")),
+    );
+    assert_eq!(run.code, 0, "kpt fn source: {}", run.stderr);
+    run.resource_list()
+}

@@ -25,6 +25,7 @@ mod waiter;
 pub use config::*;
 pub use image::ImageRef;
 pub use inputs::{GENERATED_BY, UNIT};
+pub use values::type_name;
 
 use serde_yaml::Value;
 
@@ -54,7 +55,8 @@ pub fn run(
     }
 }
 
-fn fc_error(fc: Option<&Value>, message: String, field: &str) -> KrmResult {
+/// An error about the function config at `field` (in the form the user wrote, see [`config_field`]).
+pub(crate) fn fc_error(fc: Option<&Value>, message: String, field: &str) -> KrmResult {
     let r = KrmResult::error(message).field(config_field(fc, field));
     match fc {
         Some(fc) => r.about(fc),
