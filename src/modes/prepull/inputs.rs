@@ -3,6 +3,7 @@
 
 use serde_yaml::Value;
 
+use super::siblings::ROOT_DEPENDENCY_WAIT;
 use crate::krm::KrmObject;
 use crate::krm::annotations::LOCAL_CONFIG;
 
@@ -30,6 +31,9 @@ pub struct Inputs {
     pub gated: Vec<usize>,
     /// Flux Kustomizations that are sylva units (label `sylva-units.unit`), excluding ours.
     pub unit_kustomizations: Vec<usize>,
+    /// Flux Kustomizations sylva-units' root-dependency Job waits for (label
+    /// `sylva-units/root-dependency-wait`), excluding ours.
+    pub waiting_kustomizations: Vec<usize>,
     /// Flux Kustomization `sylva-units-status`.
     pub status_kustomization: Option<usize>,
     /// ConfigMap `sylva-units-status`.
@@ -75,6 +79,9 @@ impl Inputs {
                     }
                     if item.label(SYLVA_UNIT_LABEL).is_some() {
                         inputs.unit_kustomizations.push(index);
+                    }
+                    if item.label(ROOT_DEPENDENCY_WAIT).is_some() {
+                        inputs.waiting_kustomizations.push(index);
                     }
                 }
                 ("", "ConfigMap") if item.name() == STATUS_NAME => {
