@@ -213,15 +213,40 @@ fn the_unit_follows_its_siblings_and_gates_metallb() {
     let unit = find(&out, "Kustomization", "metallb-image-prepull");
     let metallb_in = find(&input, "Kustomization", "metallb");
     assert_eq!(unit["metadata"]["namespace"], "sylva-system");
-    assert_eq!(unit["spec"]["sourceRef"], metallb_in["spec"]["sourceRef"]);
+    // Exactly the configured source and path, never metallb's sylva-core source.
+    assert_eq!(
+        unit["spec"]["sourceRef"],
+        yaml("{kind: GitRepository, name: platform-config}")
+    );
+    assert_ne!(unit["spec"]["sourceRef"], metallb_in["spec"]["sourceRef"]);
+    assert_eq!(unit["spec"]["path"], "./clusters/mgmt/metallb-image-prepull");
     assert_eq!(unit["spec"]["interval"], "24h");
     assert_eq!(unit["spec"]["retryInterval"], "1m");
     assert_eq!(unit["spec"]["prune"], true);
-    assert_eq!(unit["spec"]["path"], "./metallb-image-prepull");
+    assert_eq!(unit["spec"]["force"], false);
+    assert_eq!(unit["spec"]["targetNamespace"], "metallb-system");
     assert_eq!(
         unit["spec"]["dependsOn"],
         yaml("[{name: root-dependency-3}]")
     );
+    // The revision annotation the root-dependency-3 Job waits for, as on metallb.
+    assert_eq!(
+        unit["metadata"]["annotations"]["sylva-units-helm-revision"],
+        metallb_in["metadata"]["annotations"]["sylva-units-helm-revision"]
+    );
+    assert_eq!(unit["metadata"]["annotations"]["sylva-units-helm-revision"], "3");
+    for chart_label in [
+        "helm.sh/chart",
+        "app.kubernetes.io/name",
+        "app.kubernetes.io/instance",
+        "app.kubernetes.io/version",
+        "app.kubernetes.io/managed-by",
+    ] {
+        assert_eq!(
+            unit["metadata"]["labels"][chart_label], metallb_in["metadata"]["labels"][chart_label],
+            "{chart_label}"
+        );
+    }
     assert_eq!(
         unit["metadata"]["labels"]["sylva-units.unit"],
         "metallb-image-prepull"
@@ -246,7 +271,8 @@ fn the_unit_follows_its_siblings_and_gates_metallb() {
     assert_eq!(unit["spec"]["timeout"], "16m");
     assert_eq!(job["spec"]["activeDeadlineSeconds"], 900);
     assert!(job["spec"]["backoffLimit"].as_i64().unwrap() <= 2);
-    assert!(job["spec"]["ttlSecondsAfterFinished"].is_number());
+    // No TTL: a deleted Job would be recreated by Flux and wait again every interval.
+    assert!(job["spec"].get("ttlSecondsAfterFinished").is_none());
     // Same file directory as the gated unit, own file.
     assert_eq!(
         unit["metadata"]["annotations"]["config.kubernetes.io/path"],
@@ -435,7 +461,7 @@ metadata:
     config.kubernetes.io/local-config: 'true'
 spec:
   upgrade: true
-  sourceRef: {kind: GitRepository, name: sylva-core}
+  source: {sourceRef: {kind: GitRepository, name: platform-config}, path: ./mgmt/metallb-image-prepull}
   values:
     metallb:
       bgp_lbs:
@@ -451,7 +477,7 @@ spec:
     assert_eq!(generated(&out).len(), 7);
     let unit = find(&out, "Kustomization", "metallb-image-prepull");
     crd::validate(unit).unwrap();
-    assert_eq!(unit["spec"]["sourceRef"]["name"], "sylva-core");
+    assert_eq!(unit["spec"]["sourceRef"]["name"], "platform-config");
     let said = out["results"].as_sequence().unwrap().iter().any(|r| {
         r["message"]
             .as_str()
@@ -461,10 +487,14 @@ spec:
     });
     assert!(said, "a result must say the dependsOn rewrite was not done");
 
-    // Without sourceRef there is nothing to copy it from.
-    let no_source = fc.replace("  sourceRef: {kind: GitRepository, name: sylva-core}\n", "");
+    // Without source there is nowhere to reconcile the payload from.
+    let no_source = fc.replace(
+        "  source: {sourceRef: {kind: GitRepository, name: platform-config}, path: ./mgmt/metallb-image-prepull}\n",
+        "",
+    );
+    assert_ne!(no_source, fc);
     let list: Value = yaml(&common::resource_list(&[&no_source], Some(&no_source)));
-    fails(&list, "spec.sourceRef");
+    fails(&list, "spec.source");
     // Without inline values there are none at all.
     let no_values = fc.split("  values:").next().unwrap().to_string();
     let list: Value = yaml(&common::resource_list(&[&no_values], Some(&no_values)));
@@ -537,8 +567,28 @@ fn config_errors_name_the_field() {
         "spec.runAsUser",
     );
     fails(
-        &with_spec(base.clone(), "path", "../escape".into()),
-        "spec.path",
+        &with_spec(base.clone(), "payloadDir", "../escape".into()),
+        "spec.payloadDir",
+    );
+    fails(
+        &with_spec(
+            base.clone(),
+            "source",
+            yaml("{sourceRef: {kind: GitRepository, name: g}, path: ../../escape}"),
+        ),
+        "spec.source.path",
+    );
+    fails(
+        &with_spec(base.clone(), "source", yaml("{path: ./x}")),
+        "spec.source.sourceRef",
+    );
+    fails(
+        &with_spec(
+            base.clone(),
+            "source",
+            yaml("{sourceRef: {kind: HelmRepository, name: g}, path: ./x}"),
+        ),
+        "spec.source.sourceRef.kind",
     );
     fails(
         &with_spec(base.clone(), "values", yaml("[not, a, mapping]")),
@@ -621,7 +671,7 @@ fn bad_items_are_errors_about_the_item() {
                 .unwrap()
                 .push(yaml("{namespace: x}"));
         }),
-        "spec.dependsOn[2]",
+        "spec.dependsOn[3]",
     );
     fails(
         &edit_item(base.clone(), "Kustomization", "metallb", |i| {
@@ -646,9 +696,31 @@ fn bad_items_are_errors_about_the_item() {
 }
 
 #[test]
-fn a_latest_chart_override_is_an_error_about_the_helmrelease() {
+fn a_latest_chart_override_is_an_error_about_where_it_is_written() {
+    // In the HelmRelease spec the metallb unit patches in (what sylva-units rendered).
     let list = edit_item(
         source("prepull-airgapped-overrides"),
+        "Kustomization",
+        "metallb",
+        |k| {
+            let patch = &mut k["spec"]["patches"][0]["patch"];
+            let text = patch.as_str().unwrap().replace("tag: v0.0.25", "tag: latest");
+            *patch = text.into();
+        },
+    );
+    let e = fails(&list, "spec.patches");
+    assert_eq!(e["resourceRef"]["name"], "metallb");
+    assert!(e["message"].as_str().unwrap().contains(":latest"), "{e:?}");
+    // In the sylva values, when no rendered patch says otherwise.
+    let list = edit_item(
+        edit_item(
+            source("prepull-airgapped-overrides"),
+            "Kustomization",
+            "metallb",
+            |k| {
+                k["spec"].as_mapping_mut().unwrap().remove("patches");
+            },
+        ),
         "HelmRelease",
         "sylva-units",
         |hr| {
@@ -721,14 +793,6 @@ fn more_error_paths_leave_the_items_alone() {
         &with_spec(base.clone(), "noopCommand", yaml("[]")),
         "spec.noopCommand",
     );
-    // The gated Kustomization has no sourceRef to copy and none is configured.
-    let e = fails(
-        &edit_item(base.clone(), "Kustomization", "metallb", |i| {
-            i["spec"].as_mapping_mut().unwrap().remove("sourceRef");
-        }),
-        "spec.sourceRef",
-    );
-    assert_eq!(e["resourceRef"]["name"], "metallb");
     // Two discovered values Secrets: which one?
     let mut two = base.clone();
     let mut copy = find(&base, "Secret", "sylva-units-values").clone();
@@ -761,7 +825,7 @@ fn more_error_paths_leave_the_items_alone() {
     assert_eq!(run.code, 1);
     assert_eq!(items(&run.resource_list()), items(&taken));
     assert!(
-        run.stderr.contains("choose another spec.path"),
+        run.stderr.contains("choose another spec.payloadDir"),
         "{}",
         run.stderr
     );

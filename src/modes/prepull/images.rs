@@ -23,7 +23,7 @@ pub struct PrepullImage {
 }
 
 /// Why the speaker must not be pre-pulled (shared by the error results).
-pub const SPEAKER_REASON: &str = "the MetalLB speaker image must not be pre-pulled: the native \
+pub const SPEAKER_REASON: &str = "it must not be pre-pulled: the native \
      speaker pods must roll slowly (pulling their new image) so that at least one frr-k8s pod is \
      up before the last native speaker pod is replaced; the speaker reports Ready on process \
      start, not when BGP is re-established, so a pre-pulled speaker rolls in seconds and \
@@ -88,7 +88,7 @@ pub fn resolve(
         for (i, image) in images.iter().enumerate() {
             if let Some(why) = speaker_evidence(image, &speakers) {
                 return Err(fc_err(
-                    format!("{image} is the MetalLB speaker image ({why}): {SPEAKER_REASON}"),
+                    format!("{image} is the MetalLB speaker image ({why}); {SPEAKER_REASON}"),
                     format!("images[{i}]"),
                 )
                 .current(image.as_str()));
@@ -111,7 +111,8 @@ pub fn resolve(
         let image = one_image(what, path, default, &sources)?;
         if let Some(why) = speaker_evidence(&image.image, &speakers) {
             return Err(KrmResult::error(format!(
-                "the {what} image resolved from {} is the MetalLB speaker image {} ({why}): {SPEAKER_REASON};                  fix the chart values or set spec.images",
+                "the {what} image resolved from {} is the MetalLB speaker image {} ({why}); {SPEAKER_REASON}; \
+                 fix the chart values or set spec.images",
                 image.source, image.image
             )));
         }
@@ -280,7 +281,7 @@ fn one_image(
     let tag_text = tag.as_ref().map_or(default_tag, |(t, _)| t.as_str());
     let text = format!("{repo}:{tag_text}");
     let src = repository.as_ref().or(tag.as_ref()).map(|(_, s)| *s);
-    let describe = src.map_or_else(String::new, |s| format!("{} {}", s.source, path.join(".")));
+    let describe = src.map_or_else(String::new, |s| format!("{} at {}", s.source, path.join(".")));
     match ImageRef::parse(&text) {
         Ok(image) => Ok(PrepullImage {
             image,

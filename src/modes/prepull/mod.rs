@@ -60,6 +60,23 @@ pub fn run(
     }
 }
 
+/// Gives an error result the `check` tag of the step that produced it, unless it has one.
+trait Check<T> {
+    fn check(self, name: &str) -> Result<T, KrmResult>;
+}
+
+impl<T> Check<T> for Result<T, KrmResult> {
+    fn check(self, name: &str) -> Result<T, KrmResult> {
+        self.map_err(|r| {
+            if r.tags.contains_key("check") {
+                r
+            } else {
+                r.tag("check", name)
+            }
+        })
+    }
+}
+
 fn fc_error(fc: Option<&Value>, message: String, field: &str) -> KrmResult {
     let r = KrmResult::error(message).field(config_field(fc, field));
     match fc {
@@ -111,25 +128,25 @@ fn plan(
     items: &[Value],
     fc: Option<&Value>,
 ) -> Result<Outcome, KrmResult> {
-    validate(spec, fc)?;
-    source::payload_dir(spec, fc)?;
+    validate(spec, fc).check("config")?;
+    source::payload_dir(spec, fc).check("source")?;
     let inputs = inputs::Inputs::scan(items, fc, &spec.kustomization);
     let generator = inputs.is_generator_call();
-    let Some(values) = values::locate(spec, items, &inputs, fc)? else {
+    let Some(values) = values::locate(spec, items, &inputs, fc).check("values")? else {
         let message = if generator {
             "no sylva values: a kustomize generator receives only its function config, so give the values inline in spec.values".to_string()
         } else {
             "no sylva values found: give spec.values, spec.valuesFrom, or include Secret sylva-units-values, ConfigMap sylva-units-values or HelmRelease sylva-units among the items".to_string()
         };
-        return Err(fc_error(fc, message, "values"));
+        return Err(fc_error(fc, message, "values").tag("check", "values"));
     };
     if spec.output == Output::SylvaValues {
-        sylva_values::check_writable(&values, items, fc)?;
+        sylva_values::check_writable(&values, items, fc).check("sylva-values")?;
     }
-    let gate = gate::evaluate(spec, items, &inputs, &values, fc)?;
+    let gate = gate::evaluate(spec, items, &inputs, &values, fc).check("gate")?;
     let gated = gate.gated.map(|i| &items[i]);
     if let Some(g) = gated {
-        unit::depends_on(g)?;
+        unit::depends_on(g).check("depends-on")?;
     }
     let mut out = Outcome::default();
     out.push(
@@ -139,7 +156,8 @@ fn plan(
     out.results.extend(gate.results(items));
     if !gate.is_open() {
         reconcile::remove_unit(items, &inputs, gate.gated, &mut out);
-        remove_from_values(&values, items, "because the gate is closed", &mut out)?;
+        remove_from_values(&values, items, "because the gate is closed", &mut out)
+            .check("sylva-values")?;
         out.push(
             KrmResult::info(format!(
                 "gate closed, no {UNIT} unit: {}",
@@ -149,8 +167,8 @@ fn plan(
         );
         return Ok(out);
     }
-    let payload = source::resolve(spec, fc)?;
-    let images = images::resolve(spec, items, &inputs, &values, gated, fc)?;
+    let payload = source::resolve(spec, fc).check("source")?;
+    let images = images::resolve(spec, items, &inputs, &values, gated, fc).check("images")?;
     for image in &images {
         out.push(
             KrmResult::info(format!("pre-pull {} ({})", image.image, image.source))
@@ -159,7 +177,28 @@ fn plan(
     }
     let (rendered, changed) = match spec.output {
         Output::Rendered => {
-            let settings = unit::settings(&payload, items, &inputs, gated)?;
+            let settings = unit::settings(&payload, items, &inputs, gated).check("unit")?;
+            if let Some(rev) = settings.identity.annotations.get(siblings::HELM_REVISION) {
+                out.push(
+                    KrmResult::info(format!(
+                        "the unit carries {}={rev}, as do {} and all {} Kustomization(s) labelled {}, so the \
+                         root-dependency-{rev} Job sees it updated",
+                        siblings::HELM_REVISION,
+                        spec.kustomization,
+                        inputs.waiting_kustomizations.len(),
+                        siblings::ROOT_DEPENDENCY_WAIT
+                    ))
+                    .tag("check", "helm-revision"),
+                );
+            }
+            if let Some((_, from)) = &settings.kube_config {
+                out.push(
+                    KrmResult::info(format!(
+                        "workload cluster: the unit applies its payload with the kubeConfig of {from}"
+                    ))
+                    .tag("check", "kube-config"),
+                );
+            }
             let rendered = render::render(spec, &images, &settings);
             let changed = reconcile::apply_unit(items, &inputs, rendered.objects.clone(), &mut out);
             match gate.gated {
@@ -181,11 +220,12 @@ fn plan(
                 items,
                 "because output is rendered now (the unit is a rendered Kustomization)",
                 &mut out,
-            )?;
+            )
+            .check("sylva-values")?;
             (rendered, changed)
         }
         Output::SylvaValues => {
-            unit::check_payload_dir(items, &inputs, &payload.dir)?;
+            unit::check_payload_dir(items, &inputs, &payload.dir).check("unit")?;
             let rendered = render::payload(spec, &images, &payload.dir);
             let definition = sylva_values::unit_definition(
                 spec,
@@ -194,9 +234,12 @@ fn plan(
                 &rendered.flux_timeout,
             );
             let foreign = sylva_values::has_foreign_unit(&values);
-            let mut changed = match sylva_values::add(&values, items, definition, &mut out)? {
+            let mut changed = match sylva_values::add(&values, items, definition, &mut out)
+                .check("sylva-values")?
+            {
                 Some(root) => {
-                    out.edits.push(sylva_values::write_back(&values, items, root)?);
+                    out.edits
+                        .push(sylva_values::write_back(&values, items, root).check("sylva-values")?);
                     true
                 }
                 None => false,

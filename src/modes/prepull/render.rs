@@ -41,8 +41,8 @@ pub struct UnitSettings {
     pub path: String,
     /// Ordering roots the siblings depend on (e.g. `root-dependency-<rev>`).
     pub depends_on: Vec<Value>,
-    /// `spec.kubeConfig` of the gated Kustomization (workload clusters).
-    pub kube_config: Option<Value>,
+    /// `spec.kubeConfig` for a workload cluster, and where it was read.
+    pub kube_config: Option<(Value, String)>,
     /// Package-relative directory of the payload (`spec.payloadDir` without `./`).
     pub payload_dir: String,
     /// File (and index) of the Flux Kustomization in the package.
@@ -249,7 +249,7 @@ pub fn render(
                 namespace: ns.into(),
             }],
             interval: unit.interval.clone(),
-            kube_config: unit.kube_config.clone(),
+            kube_config: unit.kube_config.as_ref().map(|(k, _)| k.clone()),
             path: unit.path.clone(),
             prune: true,
             retry_interval: unit.retry_interval.clone(),

@@ -181,14 +181,28 @@ fn check_revision(items: &[Value], inputs: &Inputs, gated: &Value) -> Result<Opt
 /// same `kubeConfig` on their Kustomization. The unit takes the gated Kustomization's own, else its
 /// HelmRelease's. When neither has one but other units do (a workload cluster), the DaemonSet
 /// would land on the management cluster: an error.
-pub fn kube_config(items: &[Value], inputs: &Inputs, gated: &Value) -> Result<Option<Value>, KrmResult> {
+pub fn kube_config(
+    items: &[Value],
+    inputs: &Inputs,
+    gated: &Value,
+) -> Result<Option<(Value, String)>, KrmResult> {
     if let Some(k) = gated.get("spec").and_then(helm_unit::kube_config) {
-        return Ok(Some(k.clone()));
+        return Ok(Some((
+            k.clone(),
+            format!("spec.kubeConfig of Kustomization {}", gated.name()),
+        )));
     }
     if let Some(spec) = helm_unit::patched_spec(gated)
         && let Some(k) = helm_unit::kube_config(&spec)
     {
-        return Ok(Some(k.clone()));
+        return Ok(Some((
+            k.clone(),
+            format!(
+                "the HelmRelease Kustomization {} patches in (a Helm unit of a workload cluster keeps its \
+                 Kustomization on the management cluster)",
+                gated.name()
+            ),
+        )));
     }
     let remote: Vec<&str> = inputs
         .unit_kustomizations
