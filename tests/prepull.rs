@@ -5,129 +5,15 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use common::prepull::*;
 use common::{crd, k8s, kpt, package_copy, run_cmd, run_fn};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
-use serde_yaml::{Mapping, Value};
-
-const GENERATED_BY: &str = "fn.cutover.dev/generated-by";
-
-fn example(name: &str) -> PathBuf {
-    common::root().join("examples").join(name)
-}
-
-/// `kpt fn source <example> --fn-config fn-config.yaml`: the ResourceList kpt itself builds.
-fn source(name: &str) -> Value {
-    let dir = example(name);
-    let run = run_cmd(
-        kpt()
-            .args(["fn", "source"])
-            .arg(&dir)
-            .arg("--fn-config")
-            .arg(dir.join("fn-config.yaml")),
-    );
-    assert_eq!(run.code, 0, "kpt fn source: {}", run.stderr);
-    run.resource_list()
-}
-
-fn run_list(list: &Value) -> common::Run {
-    run_fn(serde_yaml::to_string(list).unwrap().as_bytes())
-}
-
-fn items(list: &Value) -> &Vec<Value> {
-    list["items"].as_sequence().expect("items")
-}
-
-fn generated(list: &Value) -> Vec<&Value> {
-    items(list)
-        .iter()
-        .filter(|i| {
-            i["metadata"]["annotations"][GENERATED_BY].as_str() == Some("metallb-image-prepull")
-        })
-        .collect()
-}
-
-fn find<'a>(list: &'a Value, kind: &str, name: &str) -> &'a Value {
-    items(list)
-        .iter()
-        .find(|i| i["kind"] == kind && i["metadata"]["name"] == name)
-        .unwrap_or_else(|| panic!("no {kind} {name}"))
-}
-
-fn job(list: &Value) -> &Value {
-    items(list)
-        .iter()
-        .find(|i| i["kind"] == "Job")
-        .expect("a waiter Job")
-}
-
-fn set(v: &mut Value, path: &[&str], value: Value) {
-    let mut cur = v;
-    for key in &path[..path.len() - 1] {
-        let map = cur.as_mapping_mut().expect("mapping");
-        cur = map
-            .entry(Value::from(*key))
-            .or_insert_with(|| Value::Mapping(Mapping::new()));
-    }
-    cur.as_mapping_mut()
-        .unwrap()
-        .insert(Value::from(path[path.len() - 1]), value);
-}
-
-fn yaml(src: &str) -> Value {
-    serde_yaml::from_str(src).unwrap()
-}
-
-/// The ResourceList output of a successful run, with the exit code checked.
-fn ok(list: &Value) -> Value {
-    let run = run_list(list);
-    assert_eq!(
-        run.code,
-        0,
-        "stderr: {}\nstdout: {}",
-        run.stderr,
-        run.stdout_str()
-    );
-    run.resource_list()
-}
-
-/// Runs input that must fail: exit 1, a valid ResourceList whose items are exactly the input
-/// items, one error result naming `field` (and a resource). Returns the error result.
-fn fails(list: &Value, field: &str) -> Value {
-    let run = run_list(list);
-    assert_eq!(
-        run.code,
-        1,
-        "expected failure; stdout: {}",
-        run.stdout_str()
-    );
-    let out = run.resource_list();
-    assert_eq!(out["kind"], "ResourceList");
-    assert_eq!(
-        items(&out),
-        items(list),
-        "items must come out unchanged on error"
-    );
-    let errors: Vec<&Value> = out["results"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .filter(|r| r["severity"] == "error")
-        .collect();
-    assert_eq!(errors.len(), 1, "{errors:?}");
-    let e = errors[0].clone();
-    assert_eq!(e["field"]["path"], field, "{e:?}");
-    assert!(
-        e["resourceRef"]["kind"].is_string(),
-        "error names no resource: {e:?}"
-    );
-    assert!(!run.stderr.is_empty());
-    e
-}
+use serde_yaml::Value;
 
 #[test]
 fn every_emitted_object_validates_and_every_container_is_restricted() {
@@ -500,22 +386,6 @@ spec:
     let list: Value = yaml(&common::resource_list(&[&no_values], Some(&no_values)));
     let e = fails(&list, "spec.values");
     assert!(e["message"].as_str().unwrap().contains("generator"));
-}
-
-fn with_spec(mut list: Value, key: &str, value: Value) -> Value {
-    set(&mut list, &["functionConfig", "spec", key], value);
-    list
-}
-
-fn edit_item(mut list: Value, kind: &str, name: &str, f: impl FnOnce(&mut Value)) -> Value {
-    let item = list["items"]
-        .as_sequence_mut()
-        .unwrap()
-        .iter_mut()
-        .find(|i| i["kind"] == kind && i["metadata"]["name"] == name)
-        .unwrap();
-    f(item);
-    list
 }
 
 #[test]

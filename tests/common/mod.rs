@@ -5,6 +5,7 @@
 pub mod crd;
 pub mod json_schema;
 pub mod k8s;
+pub mod prepull;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
