@@ -372,3 +372,22 @@ fn every_result_of_every_prepull_example_names_its_check() {
     }
     assert!(seen > 100, "{seen}");
 }
+
+#[test]
+fn the_readme_example_config_names_the_source_and_runs() {
+    let readme = std::fs::read_to_string(common::root().join("README.md")).unwrap();
+    let block = readme
+        .split("```yaml\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .find(|b| b.contains("kind: MetalLBImagePrepull"))
+        .expect("a MetalLBImagePrepull example in README.md");
+    let fc = yaml(block);
+    assert!(fc["spec"]["source"]["sourceRef"]["name"].is_string(), "{block}");
+    assert!(fc["spec"]["source"]["path"].is_string(), "{block}");
+    let mut list = source("prepull-upgrade-native-bgp");
+    list["functionConfig"] = fc;
+    let out = ok(&list);
+    let unit = find(&out, "Kustomization", "metallb-image-prepull");
+    assert_eq!(unit["spec"]["path"], "./clusters/mgmt/metallb-image-prepull");
+}
