@@ -105,7 +105,10 @@ fn the_unit_follows_its_siblings_and_gates_metallb() {
         yaml("{kind: GitRepository, name: platform-config}")
     );
     assert_ne!(unit["spec"]["sourceRef"], metallb_in["spec"]["sourceRef"]);
-    assert_eq!(unit["spec"]["path"], "./clusters/mgmt/metallb-image-prepull");
+    assert_eq!(
+        unit["spec"]["path"],
+        "./clusters/mgmt/metallb-image-prepull"
+    );
     assert_eq!(unit["spec"]["interval"], "24h");
     assert_eq!(unit["spec"]["retryInterval"], "1m");
     assert_eq!(unit["spec"]["prune"], true);
@@ -120,7 +123,10 @@ fn the_unit_follows_its_siblings_and_gates_metallb() {
         unit["metadata"]["annotations"]["sylva-units-helm-revision"],
         metallb_in["metadata"]["annotations"]["sylva-units-helm-revision"]
     );
-    assert_eq!(unit["metadata"]["annotations"]["sylva-units-helm-revision"], "3");
+    assert_eq!(
+        unit["metadata"]["annotations"]["sylva-units-helm-revision"],
+        "3"
+    );
     for chart_label in [
         "helm.sh/chart",
         "app.kubernetes.io/name",
@@ -574,7 +580,10 @@ fn a_latest_chart_override_is_an_error_about_where_it_is_written() {
         "metallb",
         |k| {
             let patch = &mut k["spec"]["patches"][0]["patch"];
-            let text = patch.as_str().unwrap().replace("tag: v0.0.25", "tag: latest");
+            let text = patch
+                .as_str()
+                .unwrap()
+                .replace("tag: v0.0.25", "tag: latest");
             *patch = text.into();
         },
     );

@@ -25,7 +25,10 @@ fn next_release(list: &Value) -> Value {
         let text = serde_yaml::to_string(item)
             .unwrap()
             .replace("root-dependency-3", "root-dependency-4")
-            .replace("sylva-units-helm-revision: '3'", "sylva-units-helm-revision: '4'");
+            .replace(
+                "sylva-units-helm-revision: '3'",
+                "sylva-units-helm-revision: '4'",
+            );
         *item = yaml(&text);
     }
     next
@@ -36,7 +39,10 @@ fn the_unit_follows_the_release_revision_across_releases() {
     let first = ok(&source("prepull-upgrade-native-bgp"));
     let unit = find(&first, "Kustomization", "metallb-image-prepull");
     assert_eq!(revision(unit), "3");
-    assert_eq!(unit["metadata"]["labels"]["sylva-units/root-dependency-wait"], "");
+    assert_eq!(
+        unit["metadata"]["labels"]["sylva-units/root-dependency-wait"],
+        ""
+    );
     // Every Kustomization the root-dependency Job waits for carries the same revision.
     for item in items(&first) {
         if item["metadata"]["labels"]["sylva-units/root-dependency-wait"].is_string() {
@@ -47,8 +53,15 @@ fn the_unit_follows_the_release_revision_across_releases() {
     assert_eq!(revision(find(&next, "Kustomization", "metallb")), "4");
     let second = ok(&next);
     let unit = find(&second, "Kustomization", "metallb-image-prepull");
-    assert_eq!(revision(unit), "4", "a stale revision would stall root-dependency-4");
-    assert_eq!(unit["spec"]["dependsOn"], yaml("[{name: root-dependency-4}]"));
+    assert_eq!(
+        revision(unit),
+        "4",
+        "a stale revision would stall root-dependency-4"
+    );
+    assert_eq!(
+        unit["spec"]["dependsOn"],
+        yaml("[{name: root-dependency-4}]")
+    );
     assert_eq!(items(&ok(&second)), items(&second), "idempotent");
 }
 
@@ -64,7 +77,10 @@ fn units_that_would_deadlock_the_release_are_errors_naming_them() {
     });
     let e = fails(&list, "metadata.annotations.sylva-units-helm-revision");
     assert_eq!(e["resourceRef"]["name"], "cluster-vip");
-    assert!(e["message"].as_str().unwrap().contains("cluster-vip (no"), "{e:?}");
+    assert!(
+        e["message"].as_str().unwrap().contains("cluster-vip (no"),
+        "{e:?}"
+    );
     assert_eq!(e["tags"]["check"], "helm-revision");
     // The gated Kustomization itself without it.
     let list = edit_item(base.clone(), "Kustomization", "metallb", |k| {
@@ -97,14 +113,23 @@ fn a_gate_open_run_without_source_fails_and_a_closed_one_does_not_need_it() {
     assert_eq!(e["resourceRef"]["kind"], "MetalLBImagePrepull");
     // ConfigMap form: the data key.
     let mut list = source("prepull-upgrade-bfd-peers");
-    for key in ["source.sourceRef.kind", "source.sourceRef.name", "source.path"] {
+    for key in [
+        "source.sourceRef.kind",
+        "source.sourceRef.name",
+        "source.path",
+    ] {
         list["functionConfig"]["data"]
             .as_mapping_mut()
             .unwrap()
             .remove(key);
     }
     let e = fails(&list, "data.source");
-    assert!(e["message"].as_str().unwrap().contains("source.sourceRef.name="));
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("source.sourceRef.name=")
+    );
     // Gate closed: nothing to publish, no source needed.
     let closed = edit_fc(source("prepull-fresh-install"), |spec| {
         spec.remove("source");
@@ -117,15 +142,34 @@ fn a_gate_open_run_without_source_fails_and_a_closed_one_does_not_need_it() {
 fn the_removed_fields_say_what_replaced_them() {
     let base = source("prepull-upgrade-native-bgp");
     let e = fails(
-        &with_spec(base.clone(), "sourceRef", yaml("{kind: GitRepository, name: sylva-core}")),
+        &with_spec(
+            base.clone(),
+            "sourceRef",
+            yaml("{kind: GitRepository, name: sylva-core}"),
+        ),
         "spec.sourceRef",
     );
-    assert!(e["message"].as_str().unwrap().contains("replaced by source.sourceRef"));
-    let e = fails(&with_spec(base, "path", "./metallb-image-prepull".into()), "spec.path");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("replaced by source.sourceRef")
+    );
+    let e = fails(
+        &with_spec(base, "path", "./metallb-image-prepull".into()),
+        "spec.path",
+    );
     let message = e["message"].as_str().unwrap();
-    assert!(message.contains("payloadDir") && message.contains("source.path"), "{message}");
+    assert!(
+        message.contains("payloadDir") && message.contains("source.path"),
+        "{message}"
+    );
     let mut list = source("prepull-upgrade-bfd-peers");
-    set(&mut list, &["functionConfig", "data", "sourceRef.name"], "sylva-core".into());
+    set(
+        &mut list,
+        &["functionConfig", "data", "sourceRef.name"],
+        "sylva-core".into(),
+    );
     fails(&list, "data.sourceRef");
 }
 
@@ -140,7 +184,11 @@ fn the_payload_lands_in_payload_dir_and_the_unit_reconciles_source_path() {
     )
     .unwrap();
     let bin_dir = common::bin().parent().unwrap().to_path_buf();
-    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let run = run_cmd(
         kpt()
             .env("PATH", path)
@@ -153,10 +201,12 @@ fn the_payload_lands_in_payload_dir_and_the_unit_reconciles_source_path() {
         assert!(dir.join("platform/prepull").join(file).is_file(), "{file}");
     }
     assert!(!dir.join("metallb-image-prepull").exists());
-    let unit: Value = yaml(
-        &std::fs::read_to_string(dir.join("sylva-units/metallb-image-prepull.yaml")).unwrap(),
+    let unit: Value =
+        yaml(&std::fs::read_to_string(dir.join("sylva-units/metallb-image-prepull.yaml")).unwrap());
+    assert_eq!(
+        unit["spec"]["path"],
+        "./clusters/mgmt/metallb-image-prepull"
     );
-    assert_eq!(unit["spec"]["path"], "./clusters/mgmt/metallb-image-prepull");
     assert_eq!(unit["spec"]["sourceRef"]["name"], "platform-config");
 }
 
@@ -166,7 +216,10 @@ fn a_workload_cluster_unit_goes_where_the_metallb_release_goes() {
     let out = ok(&input);
     let unit = find(&out, "Kustomization", "metallb-image-prepull");
     assert_eq!(unit["metadata"]["namespace"], "wc1");
-    assert_eq!(unit["spec"]["kubeConfig"], yaml("{secretRef: {name: wc1-kubeconfig}}"));
+    assert_eq!(
+        unit["spec"]["kubeConfig"],
+        yaml("{secretRef: {name: wc1-kubeconfig}}")
+    );
     assert_eq!(
         unit["spec"]["kubeConfig"],
         find(&input, "Kustomization", "namespace-defs")["spec"]["kubeConfig"],
@@ -176,10 +229,10 @@ fn a_workload_cluster_unit_goes_where_the_metallb_release_goes() {
     // Without the HelmRelease's kubeConfig nothing says where the nodes are: an error.
     let list = edit_item(input, "Kustomization", "metallb", |k| {
         let patch = &mut k["spec"]["patches"][0]["patch"];
-        let text = patch
-            .as_str()
-            .unwrap()
-            .replace("    kubeConfig:\n      secretRef:\n        name: wc1-kubeconfig\n", "");
+        let text = patch.as_str().unwrap().replace(
+            "    kubeConfig:\n      secretRef:\n        name: wc1-kubeconfig\n",
+            "",
+        );
         assert!(!text.contains("kubeConfig"), "{text}");
         *patch = text.into();
     });
@@ -196,34 +249,59 @@ fn the_speaker_is_recognised_from_the_chart_values_not_its_name() {
     let list = with_spec(
         source("prepull-airgapped-overrides"),
         "images",
-        yaml("[registry.airgap.example/quay.io/metallb/frr-k8s:v0.0.25, registry.airgap.example/metallb-speaker:v0.16.1]"),
+        yaml(
+            "[registry.airgap.example/quay.io/metallb/frr-k8s:v0.0.25, registry.airgap.example/metallb-speaker:v0.16.1]",
+        ),
     );
     let e = fails(&list, "spec.images[1]");
     let message = e["message"].as_str().unwrap();
-    assert!(message.contains("speaker.image.repository in the HelmRelease patched in by Kustomization metallb"), "{message}");
+    assert!(
+        message.contains(
+            "speaker.image.repository in the HelmRelease patched in by Kustomization metallb"
+        ),
+        "{message}"
+    );
     // Read from the sylva values alone too.
     let list = edit_item(list, "Kustomization", "metallb", |k| {
         k["spec"].as_mapping_mut().unwrap().remove("patches");
     });
     let e = fails(&list, "spec.images[1]");
-    assert!(e["message"].as_str().unwrap().contains("sylva values metallb_helm_values"));
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("sylva values metallb_helm_values")
+    );
     // A chart override that points the frr-k8s image at the speaker repository is refused too.
-    let list = edit_item(source("prepull-airgapped-overrides"), "Kustomization", "metallb", |k| {
-        let patch = &mut k["spec"]["patches"][0]["patch"];
-        let text = patch.as_str().unwrap().replace(
-            "repository: registry.airgap.example/quay.io/metallb/frr-k8s",
-            "repository: registry.airgap.example/metallb-speaker",
-        );
-        *patch = text.into();
-    });
+    let list = edit_item(
+        source("prepull-airgapped-overrides"),
+        "Kustomization",
+        "metallb",
+        |k| {
+            let patch = &mut k["spec"]["patches"][0]["patch"];
+            let text = patch.as_str().unwrap().replace(
+                "repository: registry.airgap.example/quay.io/metallb/frr-k8s",
+                "repository: registry.airgap.example/metallb-speaker",
+            );
+            *patch = text.into();
+        },
+    );
     let run = run_list(&list);
     assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("is the MetalLB speaker image"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("is the MetalLB speaker image"),
+        "{}",
+        run.stderr
+    );
 }
 
 /// The `values` text of the sylva-units-values ConfigMap, parsed.
 fn configmap_values(list: &Value) -> Value {
-    yaml(find(list, "ConfigMap", "sylva-units-values")["data"]["values"].as_str().unwrap())
+    yaml(
+        find(list, "ConfigMap", "sylva-units-values")["data"]["values"]
+            .as_str()
+            .unwrap(),
+    )
 }
 
 #[test]
@@ -235,13 +313,22 @@ fn the_sylva_values_unit_is_one_sylva_units_accepts() {
     let instance = serde_json::to_value(unit).unwrap();
     json_schema::validate(&schema, &defs, &instance).unwrap_or_else(|e| panic!("{e:#?}"));
     assert_eq!(unit["repo"], "platform-config");
-    assert_eq!(unit["kustomization_spec"]["path"], "./environment-values/mgmt/metallb-image-prepull");
+    assert_eq!(
+        unit["kustomization_spec"]["path"],
+        "./environment-values/mgmt/metallb-image-prepull"
+    );
     assert_eq!(unit["kustomization_spec"]["wait"], false);
     let job = job(&out)["metadata"]["name"].clone();
     assert_eq!(unit["kustomization_spec"]["healthChecks"][0]["name"], job);
-    assert_eq!(values["units"]["metallb"]["depends_on"]["metallb-image-prepull"], true);
+    assert_eq!(
+        values["units"]["metallb"]["depends_on"]["metallb-image-prepull"],
+        true
+    );
     // The repo names a source_templates entry of the values (sylva-units makes the sourceRef).
-    assert_eq!(values["source_templates"]["platform-config"]["kind"], "GitRepository");
+    assert_eq!(
+        values["source_templates"]["platform-config"]["kind"],
+        "GitRepository"
+    );
     // The rest of the document is untouched.
     let input = configmap_values(&source("prepull-sylva-values"));
     assert_eq!(values["metallb"], input["metallb"]);
@@ -266,20 +353,32 @@ fn sylva_values_in_a_secret_go_back_as_base64_and_come_out_again() {
         .as_str()
         .unwrap()
         .to_owned();
-    let secret = yaml("apiVersion: v1\nkind: Secret\nmetadata:\n  name: sylva-units-secrets\n  namespace: sylva-system\n  annotations:\n    config.kubernetes.io/path: environment-values/sylva-units-secrets.yaml\n    internal.config.kubernetes.io/path: environment-values/sylva-units-secrets.yaml\ntype: Opaque\ndata: {}\n");
+    let secret = yaml(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: sylva-units-secrets\n  namespace: sylva-system\n  annotations:\n    config.kubernetes.io/path: environment-values/sylva-units-secrets.yaml\n    internal.config.kubernetes.io/path: environment-values/sylva-units-secrets.yaml\ntype: Opaque\ndata: {}\n",
+    );
     list["items"].as_sequence_mut().unwrap().push(secret);
     let list = edit_item(list, "Secret", "sylva-units-secrets", |s| {
         s["data"]["secrets"] = base64(&text);
     });
-    let list = with_spec(list, "valuesFrom", yaml("{kind: Secret, name: sylva-units-secrets, key: secrets}"));
+    let list = with_spec(
+        list,
+        "valuesFrom",
+        yaml("{kind: Secret, name: sylva-units-secrets, key: secrets}"),
+    );
     let out = ok(&list);
     let secret = find(&out, "Secret", "sylva-units-secrets");
     assert!(secret.get("stringData").is_none());
     let values = unbase64(&secret["data"]["secrets"]);
-    assert_eq!(values["units"]["metallb"]["depends_on"]["metallb-image-prepull"], true);
+    assert_eq!(
+        values["units"]["metallb"]["depends_on"]["metallb-image-prepull"],
+        true
+    );
     assert!(values["units"]["metallb-image-prepull"].is_mapping());
     // The ConfigMap that was not the source is left alone.
-    assert_eq!(find(&out, "ConfigMap", "sylva-units-values"), find(&list, "ConfigMap", "sylva-units-values"));
+    assert_eq!(
+        find(&out, "ConfigMap", "sylva-units-values"),
+        find(&list, "ConfigMap", "sylva-units-values")
+    );
     assert_eq!(items(&ok(&out)), items(&out), "idempotent");
     // Gate closed: exactly the original tree again, and the payload gone.
     let closed = ok(&with_spec(out, "upgrade", false.into()));
@@ -292,7 +391,11 @@ fn sylva_values_in_a_secret_go_back_as_base64_and_come_out_again() {
 fn values_that_cannot_be_written_back_are_refused() {
     // sylva-units' own dump of its values (it rewrites it and never reads it).
     let list = with_spec(
-        with_spec(source("prepull-upgrade-native-bgp"), "output", "sylva-values".into()),
+        with_spec(
+            source("prepull-upgrade-native-bgp"),
+            "output",
+            "sylva-values".into(),
+        ),
         "source",
         yaml("{repo: platform-config, path: ./x}"),
     );
@@ -312,14 +415,18 @@ fn switching_output_forms_moves_the_unit_without_leaving_a_dangling_dependency()
         &find(&list, "Secret", "sylva-units-values")["data"]["values"],
     ))
     .unwrap();
-    let mut cm = yaml("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sylva-units-values\n  namespace: sylva-system\n  annotations:\n    config.kubernetes.io/path: environment-values/values.yaml\n    internal.config.kubernetes.io/path: environment-values/values.yaml\ndata: {}\n");
+    let mut cm = yaml(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sylva-units-values\n  namespace: sylva-system\n  annotations:\n    config.kubernetes.io/path: environment-values/values.yaml\n    internal.config.kubernetes.io/path: environment-values/values.yaml\ndata: {}\n",
+    );
     cm["data"]["values"] = values_text.into();
     list["items"].as_sequence_mut().unwrap().push(cm);
     let rendered = ok(&list);
-    assert!(find(&rendered, "Kustomization", "metallb")["spec"]["dependsOn"]
-        .as_sequence()
-        .unwrap()
-        .contains(&yaml("{name: metallb-image-prepull}")));
+    assert!(
+        find(&rendered, "Kustomization", "metallb")["spec"]["dependsOn"]
+            .as_sequence()
+            .unwrap()
+            .contains(&yaml("{name: metallb-image-prepull}"))
+    );
     // Now the values form.
     let switched = with_spec(
         with_spec(
@@ -332,8 +439,10 @@ fn switching_output_forms_moves_the_unit_without_leaving_a_dangling_dependency()
     );
     let out = ok(&switched);
     assert!(
-        !items(&out).iter().any(|i| i["apiVersion"] == "kustomize.toolkit.fluxcd.io/v1"
-            && i["metadata"]["name"] == "metallb-image-prepull"),
+        !items(&out)
+            .iter()
+            .any(|i| i["apiVersion"] == "kustomize.toolkit.fluxcd.io/v1"
+                && i["metadata"]["name"] == "metallb-image-prepull"),
         "the rendered unit goes: sylva-units renders it now"
     );
     assert_eq!(
@@ -347,10 +456,16 @@ fn switching_output_forms_moves_the_unit_without_leaving_a_dangling_dependency()
     let again = with_spec(
         with_spec(out, "output", "rendered".into()),
         "source",
-        yaml("{sourceRef: {kind: GitRepository, name: platform-config}, path: ./x/metallb-image-prepull}"),
+        yaml(
+            "{sourceRef: {kind: GitRepository, name: platform-config}, path: ./x/metallb-image-prepull}",
+        ),
     );
     let back = ok(&again);
-    assert!(configmap_values(&back)["units"].get("metallb-image-prepull").is_none());
+    assert!(
+        configmap_values(&back)["units"]
+            .get("metallb-image-prepull")
+            .is_none()
+    );
     assert_eq!(generated(&back).len(), 7);
 }
 
@@ -360,7 +475,13 @@ fn every_result_of_every_prepull_example_names_its_check() {
     let mut seen = 0;
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
-        if !path.file_name().unwrap().to_str().unwrap().starts_with("prepull-") {
+        if !path
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("prepull-")
+        {
             continue;
         }
         let results: Value =
@@ -383,11 +504,17 @@ fn the_readme_example_config_names_the_source_and_runs() {
         .find(|b| b.contains("kind: MetalLBImagePrepull"))
         .expect("a MetalLBImagePrepull example in README.md");
     let fc = yaml(block);
-    assert!(fc["spec"]["source"]["sourceRef"]["name"].is_string(), "{block}");
+    assert!(
+        fc["spec"]["source"]["sourceRef"]["name"].is_string(),
+        "{block}"
+    );
     assert!(fc["spec"]["source"]["path"].is_string(), "{block}");
     let mut list = source("prepull-upgrade-native-bgp");
     list["functionConfig"] = fc;
     let out = ok(&list);
     let unit = find(&out, "Kustomization", "metallb-image-prepull");
-    assert_eq!(unit["spec"]["path"], "./clusters/mgmt/metallb-image-prepull");
+    assert_eq!(
+        unit["spec"]["path"],
+        "./clusters/mgmt/metallb-image-prepull"
+    );
 }

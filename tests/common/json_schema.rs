@@ -16,7 +16,11 @@ pub fn sylva_unit_schema() -> (Json, Json) {
 pub fn validate(schema: &Json, defs: &Json, instance: &Json) -> Result<(), Vec<String>> {
     let mut errors = Vec::new();
     check(schema, defs, instance, "", &mut errors);
-    if errors.is_empty() { Ok(()) } else { Err(errors) }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
 }
 
 fn valid(schema: &Json, defs: &Json, instance: &Json) -> bool {
@@ -57,7 +61,11 @@ fn check(schema: &Json, defs: &Json, v: &Json, at: &str, errors: &mut Vec<String
         match key.as_str() {
             "$comment" | "description" | "title" | "format" | "default" | "examples" => {}
             "$ref" => {
-                let name = s.as_str().unwrap().strip_prefix("#/$defs/").expect("local $ref");
+                let name = s
+                    .as_str()
+                    .unwrap()
+                    .strip_prefix("#/$defs/")
+                    .expect("local $ref");
                 check(&defs[name], defs, v, at, errors);
             }
             "type" => {
@@ -103,7 +111,14 @@ fn check(schema: &Json, defs: &Json, v: &Json, at: &str, errors: &mut Vec<String
             "anyOf" if !s.as_array().unwrap().iter().any(|b| valid(b, defs, v)) => {
                 errors.push(format!("{at}: {v} matches no anyOf branch"))
             }
-            "oneOf" if s.as_array().unwrap().iter().filter(|b| valid(b, defs, v)).count() != 1 => {
+            "oneOf"
+                if s.as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|b| valid(b, defs, v))
+                    .count()
+                    != 1 =>
+            {
                 errors.push(format!("{at}: {v} does not match exactly one oneOf branch"))
             }
             "anyOf" | "oneOf" => {}
@@ -179,12 +194,30 @@ fn the_validator_catches_what_the_sylva_unit_schema_forbids() {
     });
     validate(&unit, &defs, &ok).unwrap();
     for (bad, why) in [
-        (serde_json::json!({"info": {"description": "x"}}), "\"unit_templates\" is required"),
-        (serde_json::json!({"info": {"description": "x", "owner": "me"}, "unit_templates": []}), "owner"),
-        (serde_json::json!({"info": {"description": "x"}, "unit_templates": [], "kustomization_spec": {"path": "./x", "wait": true, "healthChecks": []}}), "must not match"),
-        (serde_json::json!({"info": {"description": "x"}, "unit_templates": [], "kustomization_spec": {"path": "./x", "sourceRef": {}}}), "must not match"),
-        (serde_json::json!({"info": {"description": "x"}, "unit_templates": [], "enabled": "maybe"}), "anyOf"),
-        (serde_json::json!({"info": {"description": "x"}, "unit_templates": [], "wat": 1}), "not allowed"),
+        (
+            serde_json::json!({"info": {"description": "x"}}),
+            "\"unit_templates\" is required",
+        ),
+        (
+            serde_json::json!({"info": {"description": "x", "owner": "me"}, "unit_templates": []}),
+            "owner",
+        ),
+        (
+            serde_json::json!({"info": {"description": "x"}, "unit_templates": [], "kustomization_spec": {"path": "./x", "wait": true, "healthChecks": []}}),
+            "must not match",
+        ),
+        (
+            serde_json::json!({"info": {"description": "x"}, "unit_templates": [], "kustomization_spec": {"path": "./x", "sourceRef": {}}}),
+            "must not match",
+        ),
+        (
+            serde_json::json!({"info": {"description": "x"}, "unit_templates": [], "enabled": "maybe"}),
+            "anyOf",
+        ),
+        (
+            serde_json::json!({"info": {"description": "x"}, "unit_templates": [], "wat": 1}),
+            "not allowed",
+        ),
     ] {
         let errors = validate(&unit, &defs, &bad).unwrap_err();
         assert!(errors.iter().any(|e| e.contains(why)), "{bad}: {errors:?}");

@@ -138,9 +138,10 @@ pub fn edit_item(mut list: Value, kind: &str, name: &str, f: impl FnOnce(&mut Va
     list
 }
 
-
 /// Edits the `spec` of the typed function config.
 pub fn edit_fc(mut list: Value, f: impl FnOnce(&mut Mapping)) -> Value {
-    f(list["functionConfig"]["spec"].as_mapping_mut().expect("a typed config with a spec"));
+    f(list["functionConfig"]["spec"]
+        .as_mapping_mut()
+        .expect("a typed config with a spec"));
     list
 }

@@ -13,15 +13,20 @@ use serde_yaml::Value;
 pub fn patched_spec(kustomization: &Value) -> Option<Value> {
     let patches = kustomization.get("spec")?.get("patches")?.as_sequence()?;
     patches.iter().find_map(|p| {
-        let targets_helmrelease =
-            p.get("target").and_then(|t| t.get("kind")).and_then(Value::as_str) == Some("HelmRelease");
+        let targets_helmrelease = p
+            .get("target")
+            .and_then(|t| t.get("kind"))
+            .and_then(Value::as_str)
+            == Some("HelmRelease");
         if !targets_helmrelease {
             return None;
         }
         let ops: Value = serde_yaml::from_str(p.get("patch")?.as_str()?).ok()?;
         ops.as_sequence()?.iter().find_map(|op| {
-            let replaces_spec = matches!(op.get("op").and_then(Value::as_str), Some("replace" | "add"))
-                && op.get("path").and_then(Value::as_str) == Some("/spec");
+            let replaces_spec = matches!(
+                op.get("op").and_then(Value::as_str),
+                Some("replace" | "add")
+            ) && op.get("path").and_then(Value::as_str) == Some("/spec");
             replaces_spec
                 .then(|| op.get("value"))
                 .flatten()

@@ -281,7 +281,9 @@ fn one_image(
     let tag_text = tag.as_ref().map_or(default_tag, |(t, _)| t.as_str());
     let text = format!("{repo}:{tag_text}");
     let src = repository.as_ref().or(tag.as_ref()).map(|(_, s)| *s);
-    let describe = src.map_or_else(String::new, |s| format!("{} at {}", s.source, path.join(".")));
+    let describe = src.map_or_else(String::new, |s| {
+        format!("{} at {}", s.source, path.join("."))
+    });
     match ImageRef::parse(&text) {
         Ok(image) => Ok(PrepullImage {
             image,

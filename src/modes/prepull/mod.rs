@@ -238,15 +238,20 @@ fn plan(
                 .check("sylva-values")?
             {
                 Some(root) => {
-                    out.edits
-                        .push(sylva_values::write_back(&values, items, root).check("sylva-values")?);
+                    out.edits.push(
+                        sylva_values::write_back(&values, items, root).check("sylva-values")?,
+                    );
                     true
                 }
                 None => false,
             };
             // Leftovers of an earlier rendered run: its Flux Kustomization goes (stale), and so
             // does metallb's dependsOn on it.
-            let objects = if foreign { Vec::new() } else { rendered.objects.clone() };
+            let objects = if foreign {
+                Vec::new()
+            } else {
+                rendered.objects.clone()
+            };
             changed |= reconcile::apply_unit(items, &inputs, objects, &mut out);
             if let Some(index) = gate.gated {
                 reconcile::remove_depends_on(
@@ -297,7 +302,8 @@ fn remove_from_values(
         return Ok(());
     }
     if let Some(root) = sylva_values::remove(values, items, reason, out) {
-        out.edits.push(sylva_values::write_back(values, items, root)?);
+        out.edits
+            .push(sylva_values::write_back(values, items, root)?);
     }
     Ok(())
 }

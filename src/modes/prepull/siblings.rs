@@ -66,7 +66,11 @@ fn is_root_dependency(item: &Value) -> bool {
 /// Kustomization must agree on), plus labels every other unit shares (a
 /// `unit_definition_defaults.labels` of the deployment); never the gated unit's own labels such
 /// as `sylva-units/protected` (a protected unit could not be pruned when the gate closes).
-pub fn identity(items: &[Value], inputs: &Inputs, gated: &Value) -> Result<UnitIdentity, KrmResult> {
+pub fn identity(
+    items: &[Value],
+    inputs: &Inputs,
+    gated: &Value,
+) -> Result<UnitIdentity, KrmResult> {
     let gated_labels = string_map(gated, "labels");
     let others: Vec<BTreeMap<String, String>> = inputs
         .unit_kustomizations
@@ -105,7 +109,11 @@ pub fn identity(items: &[Value], inputs: &Inputs, gated: &Value) -> Result<UnitI
 /// Kustomization the root-dependency Job waits for and against its own `root-dependency-<rev>`
 /// dependency. Any disagreement means the bundle mixes renders of different sylva-units
 /// revisions, and a unit copied from it could deadlock the release: an error naming them.
-fn check_revision(items: &[Value], inputs: &Inputs, gated: &Value) -> Result<Option<String>, KrmResult> {
+fn check_revision(
+    items: &[Value],
+    inputs: &Inputs,
+    gated: &Value,
+) -> Result<Option<String>, KrmResult> {
     let waits = gated.label(ROOT_DEPENDENCY_WAIT).is_some();
     let revision = gated.annotation(HELM_REVISION).map(str::to_owned);
     let Some(rev) = revision else {
@@ -131,7 +139,10 @@ fn check_revision(items: &[Value], inputs: &Inputs, gated: &Value) -> Result<Opt
             match item.annotation(HELM_REVISION) {
                 Some(r) if r == rev => None,
                 Some(r) => Some((i, format!("{} (revision {r})", item.name()))),
-                None => Some((i, format!("{} (no {HELM_REVISION} annotation)", item.name()))),
+                None => Some((
+                    i,
+                    format!("{} (no {HELM_REVISION} annotation)", item.name()),
+                )),
             }
         })
         .collect();
@@ -234,7 +245,9 @@ mod tests {
     use super::super::test_support::docs;
 
     fn unit(name: &str, extra_labels: &str, rev: Option<&str>) -> String {
-        let ann = rev.map_or(String::new(), |r| format!("\n  annotations: {{{HELM_REVISION}: '{r}'}}"));
+        let ann = rev.map_or(String::new(), |r| {
+            format!("\n  annotations: {{{HELM_REVISION}: '{r}'}}")
+        });
         format!(
             "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  labels: {{app.kubernetes.io/managed-by: Helm, helm.sh/chart: sylva-units-1.7.0, sylva-units.unit: {name}, sylva-units/root-dependency-wait: ''{extra_labels}}}{ann}\nspec: {{dependsOn: [{{name: root-dependency-3}}]}}\n---\n"
         )
@@ -256,7 +269,10 @@ mod tests {
         .unwrap();
         assert_eq!(got.labels.get(SYLVA_UNIT_LABEL).unwrap(), UNIT);
         assert_eq!(got.labels.get(ROOT_DEPENDENCY_WAIT).unwrap(), "");
-        assert_eq!(got.labels.get("helm.sh/chart").unwrap(), "sylva-units-1.7.0");
+        assert_eq!(
+            got.labels.get("helm.sh/chart").unwrap(),
+            "sylva-units-1.7.0"
+        );
         assert!(!got.labels.contains_key("sylva-units/protected"));
         assert_eq!(got.annotations.get(HELM_REVISION).unwrap(), "3");
         // Alone, metallb's own labels still stay its own.

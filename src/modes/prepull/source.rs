@@ -179,9 +179,8 @@ pub fn resolve(spec: &MetalLBImagePrepullSpec, fc: Option<&Value>) -> Result<Pay
             // sylva-units derives the sourceRef from `repo`; a sourceRef that says something else
             // would be silently ignored.
             if let Some(sr) = &source.source_ref {
-                let agrees = sr.name == repo
-                    && sr.namespace.is_none()
-                    && sr.kind != SourceKind::Bucket;
+                let agrees =
+                    sr.name == repo && sr.namespace.is_none() && sr.kind != SourceKind::Bucket;
                 if !agrees {
                     return Err(fc_error(
                         fc,
@@ -243,7 +242,10 @@ mod tests {
 
     #[test]
     fn each_form_names_what_it_misses() {
-        assert_eq!(field(resolve(&spec(Output::Rendered, None), None)), "spec.source");
+        assert_eq!(
+            field(resolve(&spec(Output::Rendered, None), None)),
+            "spec.source"
+        );
         let no_path = PayloadSource {
             source_ref: None,
             path: None,
@@ -259,7 +261,10 @@ mod tests {
             repo: None,
         };
         assert_eq!(
-            field(resolve(&spec(Output::Rendered, Some(path_only.clone())), None)),
+            field(resolve(
+                &spec(Output::Rendered, Some(path_only.clone())),
+                None
+            )),
             "spec.source.sourceRef"
         );
         assert_eq!(
@@ -285,7 +290,10 @@ mod tests {
             repo: Some("r".into()),
         };
         assert_eq!(
-            field(resolve(&spec(Output::SylvaValues, Some(bucket.clone())), None)),
+            field(resolve(
+                &spec(Output::SylvaValues, Some(bucket.clone())),
+                None
+            )),
             "spec.source.sourceRef"
         );
         let ok = resolve(&spec(Output::Rendered, Some(bucket)), None).unwrap();

@@ -94,7 +94,11 @@ fn error_at(values: &SylvaValues, items: &[Value], message: String) -> KrmResult
 }
 
 /// The values can be written back to where they were read (not inline, not sylva-units' own dump).
-pub fn check_writable(values: &SylvaValues, items: &[Value], fc: Option<&Value>) -> Result<(), KrmResult> {
+pub fn check_writable(
+    values: &SylvaValues,
+    items: &[Value],
+    fc: Option<&Value>,
+) -> Result<(), KrmResult> {
     match &values.origin {
         Origin::Inline => {
             let r = KrmResult::error(
@@ -146,7 +150,10 @@ pub fn add(
             return Err(error_at(
                 values,
                 items,
-                format!("units must be a mapping of unit definitions, found {}", type_name(other)),
+                format!(
+                    "units must be a mapping of unit definitions, found {}",
+                    type_name(other)
+                ),
             ));
         }
     };
@@ -166,8 +173,11 @@ pub fn add(
         Some(_) => {
             units.insert(UNIT.into(), definition);
             out.push(
-                KrmResult::info(format!("updated {}", at(values, items, &format!("units.{UNIT}"))))
-                    .tag("check", "sylva-values"),
+                KrmResult::info(format!(
+                    "updated {}",
+                    at(values, items, &format!("units.{UNIT}"))
+                ))
+                .tag("check", "sylva-values"),
             );
         }
         None => {
@@ -191,7 +201,10 @@ pub fn add(
             return Err(error_at(
                 values,
                 items,
-                format!("units.metallb must be a mapping, found {}", type_name(other)),
+                format!(
+                    "units.metallb must be a mapping, found {}",
+                    type_name(other)
+                ),
             ));
         }
     };
@@ -237,7 +250,12 @@ pub fn add(
 }
 
 /// Removes what [`add`] added; returns the new root when anything changed.
-pub fn remove(values: &SylvaValues, items: &[Value], reason: &str, out: &mut Outcome) -> Option<Mapping> {
+pub fn remove(
+    values: &SylvaValues,
+    items: &[Value],
+    reason: &str,
+    out: &mut Outcome,
+) -> Option<Mapping> {
     let mut root = values.root.clone();
     let units = root.get_mut(UNITS)?.as_mapping_mut()?;
     match units.get(UNIT) {
@@ -257,8 +275,11 @@ pub fn remove(values: &SylvaValues, items: &[Value], reason: &str, out: &mut Out
     }
     units.remove(UNIT);
     out.push(
-        KrmResult::info(format!("removed {} {reason}", at(values, items, &format!("units.{UNIT}"))))
-            .tag("check", "sylva-values"),
+        KrmResult::info(format!(
+            "removed {} {reason}",
+            at(values, items, &format!("units.{UNIT}"))
+        ))
+        .tag("check", "sylva-values"),
     );
     // A dependency on a unit that no longer exists fails the sylva-units render: it goes too,
     // with the mappings that only held it.
@@ -290,7 +311,11 @@ pub fn remove(values: &SylvaValues, items: &[Value], reason: &str, out: &mut Out
 /// The edit that writes `root` back where the values were read, encoded the same way.
 pub fn write_back(values: &SylvaValues, items: &[Value], root: Mapping) -> Result<Edit, KrmResult> {
     let Origin::Item { index, field } = &values.origin else {
-        return Err(error_at(values, items, "inline values cannot be written back".into()));
+        return Err(error_at(
+            values,
+            items,
+            "inline values cannot be written back".into(),
+        ));
     };
     let mut item = items[*index].clone();
     let root = Value::Mapping(root);
@@ -312,7 +337,11 @@ pub fn write_back(values: &SylvaValues, items: &[Value], root: Mapping) -> Resul
         .and_then(Value::as_mapping_mut)
         .and_then(|m| m.get_mut(key))
     else {
-        return Err(error_at(values, items, format!("{field} vanished while writing back")));
+        return Err(error_at(
+            values,
+            items,
+            format!("{field} vanished while writing back"),
+        ));
     };
     *slot = encoded;
     Ok(Edit::Replace {
@@ -338,7 +367,9 @@ mod tests {
     fn from_configmap(text: &str) -> (Vec<Value>, SylvaValues) {
         let items = docs(&format!(
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: sylva-units-values}}\ndata:\n  values: |\n{}",
-            text.lines().map(|l| format!("    {l}\n")).collect::<String>()
+            text.lines()
+                .map(|l| format!("    {l}\n"))
+                .collect::<String>()
         ));
         let root = serde_yaml::from_str(items[0]["data"]["values"].as_str().unwrap()).unwrap();
         let values = SylvaValues {
@@ -352,14 +383,21 @@ mod tests {
     }
 
     fn definition() -> Value {
-        unit_definition(&MetalLBImagePrepullSpec::default(), &payload(), "job", "16m")
+        unit_definition(
+            &MetalLBImagePrepullSpec::default(),
+            &payload(),
+            "job",
+            "16m",
+        )
     }
 
     #[test]
     fn adds_then_removes_exactly_what_it_added() {
         let (items, values) = from_configmap("units:\n  metallb:\n    enabled: true\nother: 1\n");
         let mut out = Outcome::default();
-        let added = add(&values, &items, definition(), &mut out).unwrap().unwrap();
+        let added = add(&values, &items, definition(), &mut out)
+            .unwrap()
+            .unwrap();
         assert_eq!(added["units"][UNIT], definition());
         assert_eq!(added["units"]["metallb"]["depends_on"][UNIT], true);
         assert_eq!(added["units"]["metallb"]["enabled"], true);
@@ -374,7 +412,9 @@ mod tests {
         assert_eq!(removed, values.root);
         // An empty document round-trips too.
         let (items, empty) = from_configmap("a: 1\n");
-        let added = add(&empty, &items, definition(), &mut out).unwrap().unwrap();
+        let added = add(&empty, &items, definition(), &mut out)
+            .unwrap()
+            .unwrap();
         let back = SylvaValues {
             root: added,
             origin: empty.origin.clone(),
@@ -395,7 +435,8 @@ mod tests {
 
     #[test]
     fn writes_back_base64_for_secret_data() {
-        let items = docs("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {values: YTogMQo=}\n");
+        let items =
+            docs("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {values: YTogMQo=}\n");
         let values = SylvaValues {
             root: serde_yaml::from_str("a: 1").unwrap(),
             origin: Origin::Item {

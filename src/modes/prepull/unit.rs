@@ -205,12 +205,18 @@ mod tests {
         assert_eq!(s.flux_namespace.as_deref(), Some("sylva-system"));
         assert_eq!(s.interval, "1h");
         assert_eq!(s.retry_interval.as_deref(), Some("2m"));
-        assert_eq!(s.source_ref.name, "platform", "the configured source, not metallb's");
+        assert_eq!(
+            s.source_ref.name, "platform",
+            "the configured source, not metallb's"
+        );
         assert_eq!(s.path, "./clusters/mgmt/metallb-image-prepull");
         assert_eq!(s.depends_on.len(), 1, "only the ordering root");
         let labels = &s.identity.labels;
         assert_eq!(labels.get("common").map(String::as_str), Some("x"));
-        assert_eq!(labels.get("sylva-units.unit").map(String::as_str), Some(UNIT));
+        assert_eq!(
+            labels.get("sylva-units.unit").map(String::as_str),
+            Some(UNIT)
+        );
         assert!(!labels.contains_key("sylva-units/protected"));
         // Index 0 of the target file is taken by another object: next free index.
         assert_eq!(
