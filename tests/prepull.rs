@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 
 use common::prepull::*;
-use common::{crd, k8s, kpt, package_copy, run_cmd, run_fn};
+use common::{crd, k8s, package_copy, run_cmd, run_fn};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ServiceAccount;
@@ -298,19 +298,7 @@ fn when_the_gate_closes_the_unit_and_the_depends_on_entry_disappear() {
 #[test]
 fn kubectl_kustomize_builds_the_directory_kpt_render_writes() {
     let (_guard, dir) = package_copy(&example("prepull-upgrade-native-bgp"));
-    let bin_dir = common::bin().parent().unwrap().to_path_buf();
-    let path = format!(
-        "{}:{}",
-        bin_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let run = run_cmd(
-        kpt()
-            .env("PATH", path)
-            .args(["fn", "render"])
-            .arg(&dir)
-            .arg("--allow-exec"),
-    );
+    let run = kpt_render(&dir);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let unit_dir: &Path = &dir.join("metallb-image-prepull");
     let built = run_cmd(

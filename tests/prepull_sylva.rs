@@ -7,7 +7,7 @@
 mod common;
 
 use common::prepull::*;
-use common::{json_schema, kpt, package_copy, run_cmd};
+use common::{json_schema, package_copy};
 use serde_yaml::Value;
 
 fn revision(item: &Value) -> &Value {
@@ -183,19 +183,7 @@ fn the_payload_lands_in_payload_dir_and_the_unit_reconciles_source_path() {
         fc.replace("spec:\n", "spec:\n  payloadDir: platform/prepull\n"),
     )
     .unwrap();
-    let bin_dir = common::bin().parent().unwrap().to_path_buf();
-    let path = format!(
-        "{}:{}",
-        bin_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let run = run_cmd(
-        kpt()
-            .env("PATH", path)
-            .args(["fn", "render"])
-            .arg(&dir)
-            .arg("--allow-exec"),
-    );
+    let run = kpt_render(&dir);
     assert_eq!(run.code, 0, "{}", run.stderr);
     for file in ["daemonset.yaml", "waiter.yaml", "kustomization.yaml"] {
         assert!(dir.join("platform/prepull").join(file).is_file(), "{file}");

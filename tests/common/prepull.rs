@@ -145,3 +145,21 @@ pub fn edit_fc(mut list: Value, f: impl FnOnce(&mut Mapping)) -> Value {
         .expect("a typed config with a spec"));
     list
 }
+
+/// `kpt fn render --allow-exec` of a package whose Kptfile runs `exec: cutover` (the built binary
+/// first on PATH).
+pub fn kpt_render(dir: &std::path::Path) -> super::Run {
+    let bin_dir = super::bin().parent().unwrap().to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    run_cmd(
+        kpt()
+            .env("PATH", path)
+            .args(["fn", "render"])
+            .arg(dir)
+            .arg("--allow-exec"),
+    )
+}

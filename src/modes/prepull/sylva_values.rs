@@ -133,6 +133,27 @@ pub fn check_writable(
     }
 }
 
+/// The mapping at `key` of `map`, created when absent; `what` names it in the error.
+fn child<'m>(
+    map: &'m mut Mapping,
+    key: &str,
+    what: &str,
+    values: &SylvaValues,
+    items: &[Value],
+) -> Result<&'m mut Mapping, KrmResult> {
+    match map
+        .entry(key.into())
+        .or_insert_with(|| Value::Mapping(Mapping::new()))
+    {
+        Value::Mapping(m) => Ok(m),
+        other => Err(error_at(
+            values,
+            items,
+            format!("{what}, found {}", type_name(other)),
+        )),
+    }
+}
+
 /// Adds (or updates) the unit and the dependency; returns the new root when anything changed.
 pub fn add(
     values: &SylvaValues,
@@ -141,22 +162,13 @@ pub fn add(
     out: &mut Outcome,
 ) -> Result<Option<Mapping>, KrmResult> {
     let mut root = values.root.clone();
-    let units = match root
-        .entry(UNITS.into())
-        .or_insert_with(|| Value::Mapping(Mapping::new()))
-    {
-        Value::Mapping(m) => m,
-        other => {
-            return Err(error_at(
-                values,
-                items,
-                format!(
-                    "units must be a mapping of unit definitions, found {}",
-                    type_name(other)
-                ),
-            ));
-        }
-    };
+    let units = child(
+        &mut root,
+        UNITS,
+        "units must be a mapping of unit definitions",
+        values,
+        items,
+    )?;
     match units.get(UNIT) {
         Some(existing) if !is_ours(existing) => {
             out.push(
@@ -192,38 +204,20 @@ pub fn add(
             );
         }
     }
-    let metallb = match units
-        .entry(METALLB.into())
-        .or_insert_with(|| Value::Mapping(Mapping::new()))
-    {
-        Value::Mapping(m) => m,
-        other => {
-            return Err(error_at(
-                values,
-                items,
-                format!(
-                    "units.metallb must be a mapping, found {}",
-                    type_name(other)
-                ),
-            ));
-        }
-    };
-    let deps = match metallb
-        .entry(DEPENDS_ON.into())
-        .or_insert_with(|| Value::Mapping(Mapping::new()))
-    {
-        Value::Mapping(m) => m,
-        other => {
-            return Err(error_at(
-                values,
-                items,
-                format!(
-                    "units.metallb.depends_on must be a mapping of unit name to bool, found {}",
-                    type_name(other)
-                ),
-            ));
-        }
-    };
+    let metallb = child(
+        units,
+        METALLB,
+        "units.metallb must be a mapping",
+        values,
+        items,
+    )?;
+    let deps = child(
+        metallb,
+        DEPENDS_ON,
+        "units.metallb.depends_on must be a mapping of unit name to bool",
+        values,
+        items,
+    )?;
     let path = format!("units.metallb.depends_on.{UNIT}");
     match deps.get(UNIT) {
         None => {
