@@ -322,6 +322,20 @@ fn the_sylva_values_unit_is_one_sylva_units_accepts() {
     assert_eq!(values["metallb"], input["metallb"]);
     assert_eq!(values["units"]["monitoring"], input["units"]["monitoring"]);
     assert_eq!(items(&ok(&out)), items(&out), "idempotent");
+    // Line edits: the operator's comments survive, and closing the gate gives the text back.
+    let text = |l: &Value| {
+        find(l, "ConfigMap", "sylva-units-values")["data"]["values"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert!(
+        text(&out).contains("# the ToR pair of rack 1\n"),
+        "{}",
+        text(&out)
+    );
+    let closed = ok(&with_spec(out, "upgrade", false.into()));
+    assert_eq!(text(&closed), text(&source("prepull-sylva-values")));
 }
 
 fn base64(text: &str) -> Value {
@@ -370,8 +384,9 @@ fn sylva_values_in_a_secret_go_back_as_base64_and_come_out_again() {
     assert_eq!(items(&ok(&out)), items(&out), "idempotent");
     // Gate closed: exactly the original tree again, and the payload gone.
     let closed = ok(&with_spec(out, "upgrade", false.into()));
-    let back = unbase64(&find(&closed, "Secret", "sylva-units-secrets")["data"]["secrets"]);
-    assert_eq!(back, yaml(&text));
+    let back = &find(&closed, "Secret", "sylva-units-secrets")["data"]["secrets"];
+    assert_eq!(unbase64(back), yaml(&text));
+    assert_eq!(back, &base64(&text), "the very same text, re-encoded");
     assert!(generated(&closed).is_empty());
 }
 

@@ -118,7 +118,10 @@ pub fn fails(list: &Value, field: &str) -> Value {
         .as_str()
         .unwrap()
         .starts_with("invalid function config");
-    assert!(decoding || e["tags"]["check"].is_string(), "no check tag: {e:?}");
+    assert!(
+        decoding || e["tags"]["check"].is_string(),
+        "no check tag: {e:?}"
+    );
     assert_eq!(e["field"]["path"], field, "{e:?}");
     assert!(
         e["resourceRef"]["kind"].is_string(),

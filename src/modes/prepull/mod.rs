@@ -26,6 +26,7 @@ mod sylva_values;
 mod test_support;
 mod unit;
 mod values;
+mod values_text;
 mod waiter;
 
 pub use config::*;
@@ -238,9 +239,9 @@ fn plan(
                 .check("sylva-values")?
             {
                 Some(root) => {
-                    out.edits.push(
-                        sylva_values::write_back(&values, items, root).check("sylva-values")?,
-                    );
+                    let edit = sylva_values::write_back(&values, items, root, &mut out)
+                        .check("sylva-values")?;
+                    out.edits.push(edit);
                     true
                 }
                 None => false,
@@ -302,8 +303,8 @@ fn remove_from_values(
         return Ok(());
     }
     if let Some(root) = sylva_values::remove(values, items, reason, out) {
-        out.edits
-            .push(sylva_values::write_back(values, items, root)?);
+        let edit = sylva_values::write_back(values, items, root, out)?;
+        out.edits.push(edit);
     }
     Ok(())
 }

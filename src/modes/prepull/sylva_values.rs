@@ -16,7 +16,6 @@ use super::inputs::{GENERATED_BY, UNIT};
 use super::render::health_check;
 use super::source::Payload;
 use super::values::{Origin, SylvaValues, type_name};
-use crate::krm::emit::emit_document;
 use crate::krm::{Edit, KrmObject, KrmResult, Outcome};
 
 const UNITS: &str = "units";
@@ -302,8 +301,29 @@ pub fn remove(
     Some(root)
 }
 
-/// The edit that writes `root` back where the values were read, encoded the same way.
-pub fn write_back(values: &SylvaValues, items: &[Value], root: Mapping) -> Result<Edit, KrmResult> {
+/// The paths this module adds and removes, for the text edit.
+const EDITED: [&[&str]; 2] = [&[UNITS, UNIT], &[UNITS, METALLB, DEPENDS_ON, UNIT]];
+
+/// The values text as found: a Secret's `data` decoded, `stringData` and ConfigMap data as is.
+fn original_text(item: &Value, section: &str, key: &str) -> Option<String> {
+    let raw = item.get(section)?.get(key)?.as_str()?;
+    if section == "data" && item.is("", "Secret") {
+        let compact: String = raw.chars().filter(|c| !c.is_whitespace()).collect();
+        let bytes: k8s_openapi::ByteString = serde_yaml::from_value(Value::String(compact)).ok()?;
+        return String::from_utf8(bytes.0).ok();
+    }
+    Some(raw.to_owned())
+}
+
+/// The edit that writes `root` back where the values were read, encoded the same way. Values text
+/// keeps its comments and layout when only the edited entries can be rewritten provably
+/// ([`super::values_text`]); otherwise it is emitted afresh, and a result says comments were lost.
+pub fn write_back(
+    values: &SylvaValues,
+    items: &[Value],
+    root: Mapping,
+    out: &mut Outcome,
+) -> Result<Edit, KrmResult> {
     let Origin::Item { index, field } = &values.origin else {
         return Err(error_at(
             values,
@@ -312,13 +332,22 @@ pub fn write_back(values: &SylvaValues, items: &[Value], root: Mapping) -> Resul
         ));
     };
     let mut item = items[*index].clone();
-    let root = Value::Mapping(root);
     let (section, key) = field.split_once('.').unwrap_or((field.as_str(), ""));
     let encoded = if item.is(super::inputs::FLUX_HELM_GROUP, "HelmRelease") {
-        root
+        Value::Mapping(root)
     } else {
-        let mut text = String::new();
-        emit_document(&mut text, &root);
+        let old = original_text(&item, section, key).unwrap_or_default();
+        let (text, kept) = super::values_text::write(&old, &root, &EDITED);
+        if !kept && old.lines().any(|l| l.contains('#')) {
+            out.push(
+                KrmResult::info(format!(
+                    "{} could not be edited line by line (flow style or unusual layout), so it was written out \
+                     again: its comments are not kept (no value changed)",
+                    values.describe(items)
+                ))
+                .tag("check", "sylva-values"),
+            );
+        }
         if item.is("", "Secret") && section == "data" {
             serde_yaml::to_value(k8s_openapi::ByteString(text.into_bytes()))
                 .expect("base64 always serializes")
@@ -439,7 +468,9 @@ mod tests {
             },
         };
         let root: Mapping = serde_yaml::from_str("a: 1\nb: 'on'\n").unwrap();
-        let Edit::Replace { item, .. } = write_back(&values, &items, root).unwrap() else {
+        let mut out = Outcome::default();
+        let Edit::Replace { item, .. } = write_back(&values, &items, root, &mut out).unwrap()
+        else {
             panic!()
         };
         let b64 = item["data"]["values"].as_str().unwrap();
