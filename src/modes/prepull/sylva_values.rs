@@ -249,6 +249,9 @@ pub fn remove(
     reason: &str,
     out: &mut Outcome,
 ) -> Option<Mapping> {
+    // Look before cloning: the values of a real deployment are large, and the rendered form asks
+    // on every run.
+    values.get(&[UNITS, UNIT])?;
     let mut root = values.root.clone();
     let units = root.get_mut(UNITS)?.as_mapping_mut()?;
     match units.get(UNIT) {
