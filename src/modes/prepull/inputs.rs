@@ -31,6 +31,9 @@ pub struct Inputs {
     pub gated: Vec<usize>,
     /// Flux Kustomizations that are sylva units (label `sylva-units.unit`), excluding ours.
     pub unit_kustomizations: Vec<usize>,
+    /// A Flux Kustomization named like our unit that this mode did not generate (e.g. a unit
+    /// sylva-units itself renders under that name).
+    pub foreign_unit: Option<usize>,
     /// Flux Kustomizations sylva-units' root-dependency Job waits for (label
     /// `sylva-units/root-dependency-wait`), excluding ours.
     pub waiting_kustomizations: Vec<usize>,
@@ -73,6 +76,9 @@ impl Inputs {
                 (FLUX_KUSTOMIZE_GROUP, "Kustomization") => {
                     if item.name() == gated_name {
                         inputs.gated.push(index);
+                    }
+                    if item.name() == UNIT {
+                        inputs.foreign_unit.get_or_insert(index);
                     }
                     if item.name() == STATUS_NAME {
                         inputs.status_kustomization.get_or_insert(index);
