@@ -5,129 +5,15 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use common::{crd, k8s, kpt, package_copy, run_cmd, run_fn};
+use common::prepull::*;
+use common::{crd, k8s, package_copy, run_cmd, run_fn};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
-use serde_yaml::{Mapping, Value};
-
-const GENERATED_BY: &str = "fn.cutover.dev/generated-by";
-
-fn example(name: &str) -> PathBuf {
-    common::root().join("examples").join(name)
-}
-
-/// `kpt fn source <example> --fn-config fn-config.yaml`: the ResourceList kpt itself builds.
-fn source(name: &str) -> Value {
-    let dir = example(name);
-    let run = run_cmd(
-        kpt()
-            .args(["fn", "source"])
-            .arg(&dir)
-            .arg("--fn-config")
-            .arg(dir.join("fn-config.yaml")),
-    );
-    assert_eq!(run.code, 0, "kpt fn source: {}", run.stderr);
-    run.resource_list()
-}
-
-fn run_list(list: &Value) -> common::Run {
-    run_fn(serde_yaml::to_string(list).unwrap().as_bytes())
-}
-
-fn items(list: &Value) -> &Vec<Value> {
-    list["items"].as_sequence().expect("items")
-}
-
-fn generated(list: &Value) -> Vec<&Value> {
-    items(list)
-        .iter()
-        .filter(|i| {
-            i["metadata"]["annotations"][GENERATED_BY].as_str() == Some("metallb-image-prepull")
-        })
-        .collect()
-}
-
-fn find<'a>(list: &'a Value, kind: &str, name: &str) -> &'a Value {
-    items(list)
-        .iter()
-        .find(|i| i["kind"] == kind && i["metadata"]["name"] == name)
-        .unwrap_or_else(|| panic!("no {kind} {name}"))
-}
-
-fn job(list: &Value) -> &Value {
-    items(list)
-        .iter()
-        .find(|i| i["kind"] == "Job")
-        .expect("a waiter Job")
-}
-
-fn set(v: &mut Value, path: &[&str], value: Value) {
-    let mut cur = v;
-    for key in &path[..path.len() - 1] {
-        let map = cur.as_mapping_mut().expect("mapping");
-        cur = map
-            .entry(Value::from(*key))
-            .or_insert_with(|| Value::Mapping(Mapping::new()));
-    }
-    cur.as_mapping_mut()
-        .unwrap()
-        .insert(Value::from(path[path.len() - 1]), value);
-}
-
-fn yaml(src: &str) -> Value {
-    serde_yaml::from_str(src).unwrap()
-}
-
-/// The ResourceList output of a successful run, with the exit code checked.
-fn ok(list: &Value) -> Value {
-    let run = run_list(list);
-    assert_eq!(
-        run.code,
-        0,
-        "stderr: {}\nstdout: {}",
-        run.stderr,
-        run.stdout_str()
-    );
-    run.resource_list()
-}
-
-/// Runs input that must fail: exit 1, a valid ResourceList whose items are exactly the input
-/// items, one error result naming `field` (and a resource). Returns the error result.
-fn fails(list: &Value, field: &str) -> Value {
-    let run = run_list(list);
-    assert_eq!(
-        run.code,
-        1,
-        "expected failure; stdout: {}",
-        run.stdout_str()
-    );
-    let out = run.resource_list();
-    assert_eq!(out["kind"], "ResourceList");
-    assert_eq!(
-        items(&out),
-        items(list),
-        "items must come out unchanged on error"
-    );
-    let errors: Vec<&Value> = out["results"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .filter(|r| r["severity"] == "error")
-        .collect();
-    assert_eq!(errors.len(), 1, "{errors:?}");
-    let e = errors[0].clone();
-    assert_eq!(e["field"]["path"], field, "{e:?}");
-    assert!(
-        e["resourceRef"]["kind"].is_string(),
-        "error names no resource: {e:?}"
-    );
-    assert!(!run.stderr.is_empty());
-    e
-}
+use serde_yaml::Value;
 
 #[test]
 fn every_emitted_object_validates_and_every_container_is_restricted() {
@@ -213,15 +99,46 @@ fn the_unit_follows_its_siblings_and_gates_metallb() {
     let unit = find(&out, "Kustomization", "metallb-image-prepull");
     let metallb_in = find(&input, "Kustomization", "metallb");
     assert_eq!(unit["metadata"]["namespace"], "sylva-system");
-    assert_eq!(unit["spec"]["sourceRef"], metallb_in["spec"]["sourceRef"]);
+    // Exactly the configured source and path, never metallb's sylva-core source.
+    assert_eq!(
+        unit["spec"]["sourceRef"],
+        yaml("{kind: GitRepository, name: platform-config}")
+    );
+    assert_ne!(unit["spec"]["sourceRef"], metallb_in["spec"]["sourceRef"]);
+    assert_eq!(
+        unit["spec"]["path"],
+        "./clusters/mgmt/metallb-image-prepull"
+    );
     assert_eq!(unit["spec"]["interval"], "24h");
     assert_eq!(unit["spec"]["retryInterval"], "1m");
     assert_eq!(unit["spec"]["prune"], true);
-    assert_eq!(unit["spec"]["path"], "./metallb-image-prepull");
+    assert_eq!(unit["spec"]["force"], false);
+    assert_eq!(unit["spec"]["targetNamespace"], "metallb-system");
     assert_eq!(
         unit["spec"]["dependsOn"],
         yaml("[{name: root-dependency-3}]")
     );
+    // The revision annotation the root-dependency-3 Job waits for, as on metallb.
+    assert_eq!(
+        unit["metadata"]["annotations"]["sylva-units-helm-revision"],
+        metallb_in["metadata"]["annotations"]["sylva-units-helm-revision"]
+    );
+    assert_eq!(
+        unit["metadata"]["annotations"]["sylva-units-helm-revision"],
+        "3"
+    );
+    for chart_label in [
+        "helm.sh/chart",
+        "app.kubernetes.io/name",
+        "app.kubernetes.io/instance",
+        "app.kubernetes.io/version",
+        "app.kubernetes.io/managed-by",
+    ] {
+        assert_eq!(
+            unit["metadata"]["labels"][chart_label], metallb_in["metadata"]["labels"][chart_label],
+            "{chart_label}"
+        );
+    }
     assert_eq!(
         unit["metadata"]["labels"]["sylva-units.unit"],
         "metallb-image-prepull"
@@ -246,7 +163,8 @@ fn the_unit_follows_its_siblings_and_gates_metallb() {
     assert_eq!(unit["spec"]["timeout"], "16m");
     assert_eq!(job["spec"]["activeDeadlineSeconds"], 900);
     assert!(job["spec"]["backoffLimit"].as_i64().unwrap() <= 2);
-    assert!(job["spec"]["ttlSecondsAfterFinished"].is_number());
+    // No TTL: a deleted Job would be recreated by Flux and wait again every interval.
+    assert!(job["spec"].get("ttlSecondsAfterFinished").is_none());
     // Same file directory as the gated unit, own file.
     assert_eq!(
         unit["metadata"]["annotations"]["config.kubernetes.io/path"],
@@ -380,19 +298,7 @@ fn when_the_gate_closes_the_unit_and_the_depends_on_entry_disappear() {
 #[test]
 fn kubectl_kustomize_builds_the_directory_kpt_render_writes() {
     let (_guard, dir) = package_copy(&example("prepull-upgrade-native-bgp"));
-    let bin_dir = common::bin().parent().unwrap().to_path_buf();
-    let path = format!(
-        "{}:{}",
-        bin_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let run = run_cmd(
-        kpt()
-            .env("PATH", path)
-            .args(["fn", "render"])
-            .arg(&dir)
-            .arg("--allow-exec"),
-    );
+    let run = kpt_render(&dir);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let unit_dir: &Path = &dir.join("metallb-image-prepull");
     let built = run_cmd(
@@ -435,7 +341,7 @@ metadata:
     config.kubernetes.io/local-config: 'true'
 spec:
   upgrade: true
-  sourceRef: {kind: GitRepository, name: sylva-core}
+  source: {sourceRef: {kind: GitRepository, name: platform-config}, path: ./mgmt/metallb-image-prepull}
   values:
     metallb:
       bgp_lbs:
@@ -451,7 +357,7 @@ spec:
     assert_eq!(generated(&out).len(), 7);
     let unit = find(&out, "Kustomization", "metallb-image-prepull");
     crd::validate(unit).unwrap();
-    assert_eq!(unit["spec"]["sourceRef"]["name"], "sylva-core");
+    assert_eq!(unit["spec"]["sourceRef"]["name"], "platform-config");
     let said = out["results"].as_sequence().unwrap().iter().any(|r| {
         r["message"]
             .as_str()
@@ -461,31 +367,19 @@ spec:
     });
     assert!(said, "a result must say the dependsOn rewrite was not done");
 
-    // Without sourceRef there is nothing to copy it from.
-    let no_source = fc.replace("  sourceRef: {kind: GitRepository, name: sylva-core}\n", "");
+    // Without source there is nowhere to reconcile the payload from.
+    let no_source = fc.replace(
+        "  source: {sourceRef: {kind: GitRepository, name: platform-config}, path: ./mgmt/metallb-image-prepull}\n",
+        "",
+    );
+    assert_ne!(no_source, fc);
     let list: Value = yaml(&common::resource_list(&[&no_source], Some(&no_source)));
-    fails(&list, "spec.sourceRef");
+    fails(&list, "spec.source");
     // Without inline values there are none at all.
     let no_values = fc.split("  values:").next().unwrap().to_string();
     let list: Value = yaml(&common::resource_list(&[&no_values], Some(&no_values)));
     let e = fails(&list, "spec.values");
     assert!(e["message"].as_str().unwrap().contains("generator"));
-}
-
-fn with_spec(mut list: Value, key: &str, value: Value) -> Value {
-    set(&mut list, &["functionConfig", "spec", key], value);
-    list
-}
-
-fn edit_item(mut list: Value, kind: &str, name: &str, f: impl FnOnce(&mut Value)) -> Value {
-    let item = list["items"]
-        .as_sequence_mut()
-        .unwrap()
-        .iter_mut()
-        .find(|i| i["kind"] == kind && i["metadata"]["name"] == name)
-        .unwrap();
-    f(item);
-    list
 }
 
 #[test]
@@ -537,8 +431,28 @@ fn config_errors_name_the_field() {
         "spec.runAsUser",
     );
     fails(
-        &with_spec(base.clone(), "path", "../escape".into()),
-        "spec.path",
+        &with_spec(base.clone(), "payloadDir", "../escape".into()),
+        "spec.payloadDir",
+    );
+    fails(
+        &with_spec(
+            base.clone(),
+            "source",
+            yaml("{sourceRef: {kind: GitRepository, name: g}, path: ../../escape}"),
+        ),
+        "spec.source.path",
+    );
+    fails(
+        &with_spec(base.clone(), "source", yaml("{path: ./x}")),
+        "spec.source.sourceRef",
+    );
+    fails(
+        &with_spec(
+            base.clone(),
+            "source",
+            yaml("{sourceRef: {kind: HelmRepository, name: g}, path: ./x}"),
+        ),
+        "spec.source.sourceRef.kind",
     );
     fails(
         &with_spec(base.clone(), "values", yaml("[not, a, mapping]")),
@@ -621,7 +535,7 @@ fn bad_items_are_errors_about_the_item() {
                 .unwrap()
                 .push(yaml("{namespace: x}"));
         }),
-        "spec.dependsOn[2]",
+        "spec.dependsOn[3]",
     );
     fails(
         &edit_item(base.clone(), "Kustomization", "metallb", |i| {
@@ -646,9 +560,34 @@ fn bad_items_are_errors_about_the_item() {
 }
 
 #[test]
-fn a_latest_chart_override_is_an_error_about_the_helmrelease() {
+fn a_latest_chart_override_is_an_error_about_where_it_is_written() {
+    // In the HelmRelease spec the metallb unit patches in (what sylva-units rendered).
     let list = edit_item(
         source("prepull-airgapped-overrides"),
+        "Kustomization",
+        "metallb",
+        |k| {
+            let patch = &mut k["spec"]["patches"][0]["patch"];
+            let text = patch
+                .as_str()
+                .unwrap()
+                .replace("tag: v0.0.25", "tag: latest");
+            *patch = text.into();
+        },
+    );
+    let e = fails(&list, "spec.patches");
+    assert_eq!(e["resourceRef"]["name"], "metallb");
+    assert!(e["message"].as_str().unwrap().contains(":latest"), "{e:?}");
+    // In the sylva values, when no rendered patch says otherwise.
+    let list = edit_item(
+        edit_item(
+            source("prepull-airgapped-overrides"),
+            "Kustomization",
+            "metallb",
+            |k| {
+                k["spec"].as_mapping_mut().unwrap().remove("patches");
+            },
+        ),
         "HelmRelease",
         "sylva-units",
         |hr| {
@@ -721,14 +660,6 @@ fn more_error_paths_leave_the_items_alone() {
         &with_spec(base.clone(), "noopCommand", yaml("[]")),
         "spec.noopCommand",
     );
-    // The gated Kustomization has no sourceRef to copy and none is configured.
-    let e = fails(
-        &edit_item(base.clone(), "Kustomization", "metallb", |i| {
-            i["spec"].as_mapping_mut().unwrap().remove("sourceRef");
-        }),
-        "spec.sourceRef",
-    );
-    assert_eq!(e["resourceRef"]["name"], "metallb");
     // Two discovered values Secrets: which one?
     let mut two = base.clone();
     let mut copy = find(&base, "Secret", "sylva-units-values").clone();
@@ -761,7 +692,7 @@ fn more_error_paths_leave_the_items_alone() {
     assert_eq!(run.code, 1);
     assert_eq!(items(&run.resource_list()), items(&taken));
     assert!(
-        run.stderr.contains("choose another spec.path"),
+        run.stderr.contains("choose another spec.payloadDir"),
         "{}",
         run.stderr
     );

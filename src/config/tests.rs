@@ -81,9 +81,9 @@ fn errors_name_the_field() {
     );
     assert_eq!(
         err_path(&format!(
-            "{base}spec: {{sourceRef: {{kind: GitRepository}}}}\n"
+            "{base}spec: {{source: {{sourceRef: {{kind: GitRepository}}}}}}\n"
         )),
-        "spec.sourceRef"
+        "spec.source.sourceRef"
     );
     assert_eq!(err_path(&format!("{base}spec: [1]\n")), "spec");
     assert_eq!(err_path(&format!("{base}extra: 1\n")), "extra");
@@ -115,7 +115,7 @@ fn missing_config_is_an_error() {
 #[test]
 fn configmap_form_maps_data_onto_spec() {
     let cfg = parse(Some(&fc(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\ndata:\n  mode: metallb-image-prepull\n  namespace: '0123'\n  upgrade: 'true'\n  images: '[quay.io/a/b:1, c:2]'\n  runAsUser: '1000'\n  sourceRef.kind: GitRepository\n  sourceRef.name: sylva-core\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\ndata:\n  mode: metallb-image-prepull\n  namespace: '0123'\n  upgrade: 'true'\n  images: '[quay.io/a/b:1, c:2]'\n  runAsUser: '1000'\n  source.sourceRef.kind: GitRepository\n  source.sourceRef.name: sylva-core\n  source.path: ./a/b\n  output: sylva-values\n  payloadDir: x\n",
     )))
     .unwrap();
     let FunctionConfig::MetalLBImagePrepull(spec) = cfg else {
@@ -125,7 +125,11 @@ fn configmap_form_maps_data_onto_spec() {
     assert_eq!(spec.upgrade, UpgradeMode::True);
     assert_eq!(spec.run_as_user, 1000);
     assert_eq!(spec.images.unwrap().len(), 2);
-    assert_eq!(spec.source_ref.unwrap().name, "sylva-core");
+    let source = spec.source.unwrap();
+    assert_eq!(source.source_ref.unwrap().name, "sylva-core");
+    assert_eq!(source.path.as_deref(), Some("./a/b"));
+    assert_eq!(spec.output, crate::modes::prepull::Output::SylvaValues);
+    assert_eq!(spec.payload_dir, "x");
 
     let cfg = parse(Some(&fc(
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\ndata: {mode: LoadBalancerAnnouncer, announcer: cilium, ciliumVersion: '1.18'}\n",
@@ -166,15 +170,15 @@ fn configmap_errors_name_the_data_key() {
     );
     assert_eq!(
         err_path(&format!(
-            "{base}data: {{mode: metallb-image-prepull, sourceRef.kind: Git, sourceRef.nme: x}}\n"
+            "{base}data: {{mode: metallb-image-prepull, source.sourceRef.kind: GitRepository, source.sourceRef.nme: x}}\n"
         )),
-        "data.sourceRef.nme"
+        "data.source.sourceRef.nme"
     );
     assert_eq!(
         err_path(&format!(
-            "{base}data: {{mode: metallb-image-prepull, path: a, path.x: b}}\n"
+            "{base}data: {{mode: metallb-image-prepull, source.path: a, source.path.x: b}}\n"
         )),
-        "data.path.x"
+        "data.source.path.x"
     );
     assert_eq!(err_path(&format!("{base}data: [1]\n")), "data");
 }

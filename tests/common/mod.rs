@@ -3,7 +3,9 @@
 #![allow(dead_code)] // each test crate uses a different subset
 
 pub mod crd;
+pub mod json_schema;
 pub mod k8s;
+pub mod prepull;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -294,7 +294,10 @@ fn function_config(config: Config) -> Option<String> {
             "LoadBalancerAnnouncer",
             "spec:\n  announcer: cilium\n  phase: cutover\n",
         ),
-        Config::Prepull => ("MetalLBImagePrepull", "spec:\n  waitTimeout: 10m\n"),
+        Config::Prepull => (
+            "MetalLBImagePrepull",
+            "spec:\n  waitTimeout: 10m\n  source:\n    sourceRef: {kind: GitRepository, name: platform-config}\n    path: ./clusters/mgmt/metallb-image-prepull\n",
+        ),
     };
     let mut fc = format!(
         "apiVersion: fn.cutover.dev/v1alpha1\nkind: {kind}\nmetadata:\n  name: cutover\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\n"

@@ -3,7 +3,7 @@
 
 use serde_yaml::Value;
 
-use super::config::{MetalLBImagePrepullSpec, UpgradeMode};
+use super::config::{MetalLBImagePrepullSpec, Output, UpgradeMode};
 use super::config_field;
 use super::inputs::{Inputs, STATUS_NAME};
 use super::values::{Origin, SylvaValues, type_name};
@@ -404,6 +404,17 @@ fn metallb_enabled(
             met: false,
             evidence: "MetalLB is disabled: units.metallb.enabled is false".into(),
             about: gated,
+        }
+    } else if gated.is_none() && spec.output == Output::SylvaValues {
+        // The values a sylva-units release is deployed from come without rendered
+        // Kustomizations; sylva-units itself decides whether metallb is enabled.
+        Condition {
+            met: true,
+            evidence: format!(
+                "units.metallb.enabled is not false (output: sylva-values, no rendered Kustomization {name} among the items: \
+                 sylva-units enables metallb by its enabled_conditions)"
+            ),
+            about: None,
         }
     } else if inputs.is_generator_call() {
         Condition {
