@@ -40,9 +40,8 @@ fn main() -> ExitCode {
     let sources: Vec<Option<io::Source>> = list
         .item_spans
         .iter()
-        .flatten()
         .filter(|_| !emit_all)
-        .map(|span| text.get(span.clone()).map(io::Source::Copy))
+        .map(|span| span.clone().and_then(|s| text.get(s)).map(io::Source::Copy))
         .collect();
     // Streamed to stdout as the function streams its output.
     let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
