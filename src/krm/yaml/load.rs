@@ -31,9 +31,9 @@ use super::record::{RecordedEntry, Recorder};
 pub const MAX_DEPTH: usize = 128;
 
 /// Nodes aliases may add regardless of the input's size.
-const EXPANSION_FLOOR: usize = 1 << 20;
+const EXPANSION_FLOOR: usize = 1 << 18;
 
-/// How many nodes aliases may add in all: 1 Mi plus one per 4 bytes of input. A tree node costs
+/// How many nodes aliases may add in all: 256 Ki plus one per 4 bytes of input. A tree node costs
 /// about 100 bytes, so a document that expands past this is an alias bomb, not a package: the
 /// Sylva values (387 kB, 8 aliases) expand by a few hundred nodes.
 pub fn expansion_limit(input_bytes: usize) -> usize {
@@ -297,7 +297,7 @@ impl<'a> Loader<'a> {
         if self.expanded > self.limit {
             return Err(LoadError::content(
                 format!(
-                    "repetition limit exceeded: aliases expand to more than {} nodes (1 Mi plus \
+                    "repetition limit exceeded: aliases expand to more than {} nodes (256 Ki plus \
                      one per 4 bytes of input)",
                     self.limit
                 ),
