@@ -186,7 +186,7 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
 /// item needs no tree).
 fn edits_on_released(
     text: &str,
-    spans: &[Option<std::ops::Range<usize>>],
+    spans: &[Option<std::ops::Range<u32>>],
     released: &mut krm::io::ReleasedItems,
     items: &mut [serde_yaml::Value],
     edits: Vec<krm::Edit>,
@@ -200,7 +200,12 @@ fn edits_on_released(
         if let krm::Edit::Patch { index, ops } = &edit
             && released.get(*index).is_some()
         {
-            let Some(span) = spans.get(*index).cloned().flatten() else {
+            let Some(span) = spans
+                .get(*index)
+                .cloned()
+                .flatten()
+                .map(|s| s.start as usize..s.end as usize)
+            else {
                 return Err(KrmResult::error(
                     "internal error: item released without its text",
                 ));

@@ -41,7 +41,11 @@ fn main() -> ExitCode {
         .item_spans
         .iter()
         .filter(|_| !emit_all)
-        .map(|span| span.clone().and_then(|s| text.get(s)).map(io::Source::Copy))
+        .map(|span| {
+            span.clone()
+                .and_then(|s| text.get(s.start as usize..s.end as usize))
+                .map(io::Source::Copy)
+        })
         .collect();
     // Streamed to stdout as the function streams its output.
     let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());

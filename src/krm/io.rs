@@ -34,10 +34,11 @@ pub struct ResourceList {
     /// Results already present in the input; kept verbatim and written out first.
     pub results: Vec<Value>,
     /// Byte range of each item's text in the input, where the parser's events prove that the
-    /// text reads back as the same item in the output (see `krm/read.rs`); empty when no item
-    /// has one (JSON, flow style). Unchanged items are copied from there verbatim, so their
-    /// flow style, quoting and comments survive exactly.
-    pub item_spans: Vec<Option<std::ops::Range<usize>>>,
+    /// text reads back as the same item in the output (see `krm/read.rs`; [`Self::span`]);
+    /// empty when no item has one (JSON, flow style). Unchanged items are copied from there
+    /// verbatim, so their flow style, quoting and comments survive exactly. 32-bit offsets
+    /// (12 bytes an item): inputs past 4 GiB get no spans.
+    pub item_spans: Vec<Option<std::ops::Range<u32>>>,
     /// Items whose tree was let go right after the [`Observer`] read them (only items with a
     /// proven span): `items` holds an empty mapping in their place, and this their file and
     /// metadata layout. The engine copies them from the input text, patches that text
@@ -50,7 +51,8 @@ pub struct ResourceList {
 impl ResourceList {
     /// The proven text span of item `index`, if it has one.
     pub fn span(&self, index: usize) -> Option<std::ops::Range<usize>> {
-        self.item_spans.get(index).cloned().flatten()
+        let span = self.item_spans.get(index)?.as_ref()?;
+        Some(span.start as usize..span.end as usize)
     }
 }
 
@@ -413,7 +415,7 @@ fn long_json_integer(text: &str) -> Option<(usize, usize, String)> {
     None
 }
 
-/// Parses one item from its text (a span of [`ResourceList::item_spans`]) for restoring a
+/// Parses one item from its text (a [`ResourceList::span`]) for restoring a
 /// released item an edit needs as a tree: the text as the only entry of a root `items:` list,
 /// the same context (column, depth) as in the whole document. A span is only proven when its
 /// aliases name its own anchors, so it reads alone exactly as it read in place.

@@ -161,7 +161,7 @@ struct Sink<'m, O, F> {
     copyable: bool,
     base: usize,
     items: Vec<Value>,
-    spans: Vec<Option<std::ops::Range<usize>>>,
+    spans: Vec<Option<std::ops::Range<u32>>>,
     released: ReleasedItems,
     not_krm: Vec<NotKrm>,
     paths: SharedPaths,
@@ -257,7 +257,8 @@ impl<O, F> Sink<'_, O, F> {
         let Some(p) = pending else {
             return;
         };
-        let span = p.start.zip(end).map(|(s, e)| s + self.base..e + self.base);
+        let at = |offset: usize| u32::try_from(offset + self.base).ok();
+        let span = p.start.zip(end).and_then(|(s, e)| Some(at(s)?..at(e)?));
         if !p.keep && span.is_some() {
             let file = self.paths.file_of(&p.value);
             self.released.insert(

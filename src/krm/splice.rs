@@ -18,7 +18,9 @@ use std::borrow::Cow;
 
 use super::emit;
 use super::outcome::PatchOp;
-use super::yaml::layout::{EntryAt, MAPS, MapLayout, MetaLayout, line_start_before_spaces};
+use super::yaml::layout::{
+    EntryAt, MAPS, MapLayout, MetaLayout, line_start_before_spaces, next_line,
+};
 
 /// Where a released item's metadata maps sit in its text (offsets from the text's start).
 #[derive(Debug, Clone, Copy)]
@@ -56,8 +58,7 @@ impl Slot<'_> {
 }
 
 fn entry_key<'t>(text: &'t str, e: &EntryAt) -> &'t str {
-    let at = e.key as usize;
-    &text[at..at + e.key_len as usize]
+    &text[e.key()]
 }
 
 /// One of [`MAPS`] as the ops leave it.
@@ -112,10 +113,9 @@ fn plan(text: &str, layout: Layout<'_>, ops: &[PatchOp]) -> Option<Vec<TextEdit>
                 touched: false,
                 created: None,
             }),
-            MapLayout::Block { entries, .. } => {
-                let input = layout
-                    .entries
-                    .get(entries.start as usize..entries.end as usize)?;
+            MapLayout::Block { first, count, .. } => {
+                let first = *first as usize;
+                let input = layout.entries.get(first..first + usize::from(*count))?;
                 Some(Model {
                     input,
                     slots: input.iter().map(|e| Slot::Kept(e, None)).collect(),
@@ -143,7 +143,7 @@ fn plan(text: &str, layout: Layout<'_>, ops: &[PatchOp]) -> Option<Vec<TextEdit>
             (Some(at), Some(v)) => {
                 match &mut model.slots[at] {
                     Slot::Kept(e, new) => {
-                        if e.flags & (EntryAt::SINGLE_LINE | EntryAt::EMPTY) == 0 {
+                        if !e.is(EntryAt::SINGLE_LINE) && !e.is(EntryAt::EMPTY) {
                             return None;
                         }
                         *new = Some(v);
@@ -191,7 +191,7 @@ fn map_edits(
 ) -> Option<()> {
     let name = MAPS[i];
     let pad = meta.indent as usize;
-    let MapLayout::Block { key_line, end, .. } = &meta.maps[i] else {
+    let MapLayout::Block { key_line, .. } = &meta.maps[i] else {
         // Absent: a new map, last in metadata (the tree patch adds the key there).
         if model.slots.is_empty() {
             return Some(());
@@ -213,7 +213,9 @@ fn map_edits(
         });
         return Some(());
     };
-    let (key_line, end) = (*key_line as usize, *end as usize);
+    let key_line = *key_line as usize;
+    // The map ends with the line of its last entry's value.
+    let end = next_line(text, model.input.last()?.value().end)?;
     if model.slots.is_empty() {
         // Emptied: `name: {}`, as the emitter writes the tree patch's empty mapping.
         let mut line = String::new();
@@ -227,8 +229,8 @@ fn map_edits(
         });
         return Some(());
     }
-    let first = model.input.first()?;
-    let entry_indent = first.key as usize - line_start_before_spaces(text, first.key as usize)?;
+    let first = model.input.first()?.key().start;
+    let entry_indent = first - line_start_before_spaces(text, first)?;
     for e in model.input {
         let slot = model
             .slots
@@ -236,21 +238,21 @@ fn map_edits(
             .find(|s| matches!(s, Slot::Kept(k, _) if std::ptr::eq(*k, e)));
         match slot {
             None => {
-                let line = line_start_before_spaces(text, e.key as usize)?;
+                let line = line_start_before_spaces(text, e.key().start)?;
                 edits.push(TextEdit {
-                    range: line..e.next_line as usize,
+                    range: line..next_line(text, e.value().end)?,
                     order: 0,
                     text: String::new(),
                 });
             }
             Some(Slot::Kept(_, Some(v))) => {
                 let mut new = String::new();
-                if e.flags & EntryAt::EMPTY != 0 {
+                if e.is(EntryAt::EMPTY) {
                     new.push(' ');
                 }
                 emit::emit_one_line_string(&mut new, v);
                 edits.push(TextEdit {
-                    range: e.value as usize..e.value_end as usize,
+                    range: e.value(),
                     order: 0,
                     text: new,
                 });

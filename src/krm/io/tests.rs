@@ -17,9 +17,9 @@ fn serde_items(src: &str) -> Option<(Vec<Value>, Option<Value>)> {
 
 /// Every proven span of `list` parses alone to exactly its item.
 fn assert_spans_read_back(src: &str, list: &ResourceList) {
-    for (i, span) in list.item_spans.iter().enumerate() {
-        if let Some(span) = span {
-            let alone = parse_item(src, span.clone())
+    for i in 0..list.items.len() {
+        if let Some(span) = list.span(i) {
+            let alone = parse_item(src, span)
                 .unwrap_or_else(|| panic!("span of item {i} does not parse alone:\n{src}"));
             assert_eq!(alone, list.items[i], "item {i}\n{src}");
         }

@@ -58,8 +58,7 @@ struct RawEntry {
     key_len: usize,
     value: usize,
     value_end: usize,
-    next_line: usize,
-    flags: u8,
+    flags: u16,
 }
 
 /// See [`Recorder::metadata`].
@@ -81,9 +80,10 @@ impl Recorder {
     /// keys with a known end, or an offset does not fit 32 bits.
     pub fn finish(&self, base: usize, arena: &mut Vec<EntryAt>) -> Option<MetaLayout> {
         let meta = self.metadata.as_ref().filter(|m| m.aligned)?;
-        let rel = |at: usize| at.checked_sub(base).and_then(|r| u32::try_from(r).ok());
-        let indent = u32::try_from(meta.indent?).ok()?;
-        let end = rel(meta.end?)?;
+        let rel = |at: usize| at.checked_sub(base);
+        let rel32 = |at: usize| rel(at).and_then(|r| u32::try_from(r).ok());
+        let indent = u16::try_from(meta.indent?).ok()?;
+        let end = rel32(meta.end?)?;
         let mut entries = Vec::new();
         let mut maps: [MapLayout; 2] = Default::default();
         for (slot, record) in maps.iter_mut().zip(&meta.maps) {
@@ -92,32 +92,30 @@ impl Recorder {
                 MapRecord::Block {
                     key_line,
                     entries: range,
-                    end: Some(map_end),
+                    end: Some(_),
                     ..
-                } => {
-                    let from = arena.len() + entries.len();
+                } if !range.is_empty() => {
+                    let first = u32::try_from(arena.len() + entries.len()).ok()?;
                     for e in &self.entries[range.clone()] {
-                        entries.push(EntryAt {
-                            key: rel(e.key)?,
-                            key_len: u32::try_from(e.key_len).ok()?,
-                            value: rel(e.value)?,
-                            value_end: rel(e.value_end)?,
-                            next_line: rel(e.next_line)?,
-                            flags: e.flags,
-                        });
+                        entries.push(EntryAt::new(
+                            rel(e.key)?,
+                            e.key_len,
+                            rel(e.value)?,
+                            rel(e.value_end)?,
+                            e.flags,
+                        )?);
                     }
-                    let to = arena.len() + entries.len();
                     MapLayout::Block {
-                        key_line: rel(*key_line)?,
-                        entries: u32::try_from(from).ok()?..u32::try_from(to).ok()?,
-                        end: rel(*map_end)?,
+                        key_line: rel32(*key_line)?,
+                        first,
+                        count: u16::try_from(range.len()).ok()?,
                     }
                 }
                 MapRecord::Other | MapRecord::Block { .. } => MapLayout::Other,
             };
         }
         arena.extend(entries);
-        Some(MetaLayout { indent, end, maps })
+        Some(MetaLayout { end, indent, maps })
     }
 
     pub(super) fn reset(&mut self, active: bool) {
@@ -216,7 +214,6 @@ impl Recorder {
                     key_len: e.key_len,
                     value,
                     value_end,
-                    next_line: next,
                     flags,
                 });
             }
