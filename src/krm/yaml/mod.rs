@@ -15,3 +15,27 @@ mod record;
 pub mod resolve;
 
 pub use load::{LoadError, Loader, MAX_DEPTH, expansion_limit};
+
+use serde_yaml::Value;
+
+use node::Kind;
+
+/// Reads one YAML document (a Helm values file, an embedded manifest) with the same rules as the
+/// ResourceList: serde_yaml's scalar meanings, core-schema tags, merge keys applied, aliases and
+/// depth bounded, a byte order mark skipped. Empty text is null; a second document is an error.
+pub fn from_str(text: &str) -> Result<Value, LoadError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut loader = Loader::new(text, expansion_limit(text.len()));
+    loader.next_node()?;
+    let start = loader.next_node()?;
+    if let Kind::StreamEnd = start.kind {
+        return Ok(Value::Null);
+    }
+    let root = loader.next_node()?;
+    let value = loader.value(root, 0)?;
+    loader.next_node()?;
+    match loader.next_node()? {
+        node if matches!(node.kind, Kind::StreamEnd) => Ok(value),
+        node => Err(LoadError::more_than_one_document(node.start)),
+    }
+}

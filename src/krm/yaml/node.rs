@@ -40,6 +40,11 @@ impl LoadError {
         }
     }
 
+    /// A second document where one is expected.
+    pub(super) fn more_than_one_document(at: Mark) -> LoadError {
+        LoadError::content("more than one YAML document (expected one)", at)
+    }
+
     pub(super) fn content(message: impl Into<String>, mark: Mark) -> LoadError {
         LoadError {
             message: message.into(),

@@ -40,7 +40,7 @@ fn get_path<'a>(v: &'a Value, keys: &[String]) -> Option<&'a Value> {
 fn parse_values_content(item: &Value) -> Value {
     at(item, &["spec", "valuesContent"])
         .and_then(Value::as_str)
-        .and_then(|t| serde_yaml::from_str::<Value>(t).ok())
+        .and_then(|t| crate::krm::yaml::from_str(t).ok())
         .filter(Value::is_mapping)
         .unwrap_or_else(|| Value::Mapping(Mapping::new()))
 }

@@ -228,8 +228,24 @@ fn decode(items: &[Value], index: usize, source: &ValuesSource) -> Result<SylvaV
             }
         }
     };
-    let parsed: Value = serde_yaml::from_str(&text)
-        .map_err(|e| err(format!("values are not valid YAML: {e}"), &field))?;
+    // Read as Helm reads it (merge keys applied), by the engine's reader.
+    let parsed: Value = crate::krm::yaml::from_str(&text).map_err(|e| {
+        let at = e.path();
+        let at = if at.is_empty() {
+            String::new()
+        } else {
+            format!(" at {at}")
+        };
+        err(
+            format!(
+                "values are not valid YAML{at} (line {}, column {}): {}",
+                e.mark.line + 1,
+                e.mark.column + 1,
+                e.message
+            ),
+            &field,
+        )
+    })?;
     match parsed {
         Value::Mapping(root) => Ok(SylvaValues {
             root,
@@ -354,6 +370,25 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(found.get(&["b"]).is_some());
+    }
+
+    /// Values are read as Helm reads them: a merge key brings its keys in.
+    #[test]
+    fn merge_keys_in_values_are_applied() {
+        let items = vec![v(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: my-values}\ndata:\n  values.yaml: |\n    base: &peers {bgp_lbs: {peer: {address: 10.0.0.1}}}\n    metallb:\n      <<: *peers\n",
+        )];
+        let spec = MetalLBImagePrepullSpec {
+            values_from: Some(ValuesSource {
+                kind: ValuesKind::ConfigMap,
+                name: "my-values".into(),
+                namespace: None,
+                key: None,
+            }),
+            ..Default::default()
+        };
+        let found = run(&spec, &items).unwrap().unwrap();
+        assert!(found.get(&["metallb", "bgp_lbs", "peer"]).is_some());
     }
 
     #[test]

@@ -142,3 +142,19 @@ fn explicit_null_of_an_empty_string_is_null() {
     assert_eq!(v["a"], Value::Null);
     assert_eq!(v["b"], Value::Null);
 }
+
+#[test]
+fn single_documents_read_with_the_same_rules() {
+    use crate::krm::yaml::from_str;
+    assert_eq!(from_str("").unwrap(), Value::Null);
+    assert_eq!(from_str("# only\n").unwrap(), Value::Null);
+    let v = from_str("\u{feff}a: &a {x: 1}\nb: {<<: *a, y: 2}\n").unwrap();
+    assert_eq!(v["b"]["x"], 1);
+    assert!(
+        from_str("a: 1\n---\nb: 2\n")
+            .unwrap_err()
+            .message
+            .contains("more than one")
+    );
+    assert!(from_str("a: [1\n").unwrap_err().syntax);
+}
