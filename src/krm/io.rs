@@ -314,15 +314,13 @@ fn yaml<O: Observer>(
     limit: usize,
     observer: &mut impl FnMut(Option<&Value>) -> O,
 ) -> Result<(ResourceList, O), InputError> {
-    match read::read(body, base, limit, Config::Find, observer) {
-        Ok(read) => Ok(read),
-        Err(ReadError::Input(e)) => Err(e),
-        Err(ReadError::Again(fc)) => {
-            match read::read(body, base, limit, Config::Known(fc), observer) {
-                Ok(read) => Ok(read),
-                Err(ReadError::Input(e)) => Err(e),
-                Err(ReadError::Again(_)) => unreachable!("a known function config is not guessed"),
-            }
+    // At most twice: a second pass knows the function config, so it never asks again.
+    let mut config = Config::Find;
+    loop {
+        match read::read(body, base, limit, config, observer) {
+            Ok(read) => return Ok(read),
+            Err(ReadError::Input(e)) => return Err(e),
+            Err(ReadError::Again(fc)) => config = Config::Known(fc),
         }
     }
 }
