@@ -55,7 +55,7 @@ pub(super) fn read<O: Observer>(
     make: &mut impl FnMut(Option<&Value>) -> O,
 ) -> Result<(ResourceList, O), ReadError> {
     let mut loader = Loader::new(text, limit);
-    let load = |e: LoadError| ReadError::Input(load_error(e, ""));
+    let load = |e: LoadError| ReadError::Input(load_error(e));
     loader.next_node().map_err(load)?; // stream start
     let start = loader.next_node().map_err(load)?;
     let tag_directives = match start.kind {
@@ -129,8 +129,8 @@ pub(super) fn observe_all<O: Observer>(list: &mut ResourceList, observer: &mut O
     }
 }
 
-/// An [`InputError`] for a loader error, with `prefix` before its path.
-pub(super) fn load_error(e: LoadError, prefix: &str) -> InputError {
+/// The [`InputError`] for a loader error.
+fn load_error(e: LoadError) -> InputError {
     let line = Some(e.mark.line + 1);
     let column = Some(e.mark.column + 1);
     if e.syntax {
@@ -141,7 +141,7 @@ pub(super) fn load_error(e: LoadError, prefix: &str) -> InputError {
         };
     }
     InputError::Invalid {
-        path: format!("{prefix}{}", e.path()),
+        path: e.path(),
         message: e.message,
         line,
         column,

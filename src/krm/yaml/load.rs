@@ -365,7 +365,8 @@ impl<'a> Loader<'a> {
                     let simple = style == ScalarStyle::Plain
                         && !tagged
                         && !merge
-                        && key_start.line == key_end.line;
+                        && key_start.line == key_end.line
+                        && key_end.index > key_start.index;
                     (key, merge, simple)
                 }
                 other => {
