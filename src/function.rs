@@ -147,7 +147,9 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
             let item_text = &text[list.span(i)?];
             Some(match (text_patches.get(&i), list.released.layout(i)) {
                 (Some(ops), Some(layout)) => krm::io::Source::Patch(item_text, layout, ops),
-                _ => krm::io::Source::Copy(item_text),
+                (None, _) => krm::io::Source::Copy(item_text),
+                // `edits_on_released` plans a text patch only where the item has a layout.
+                (Some(_), None) => unreachable!("text patch of item {i} without a layout"),
             })
         })
         .collect();
