@@ -96,13 +96,13 @@ fn json_input_keeps_every_tree_and_gives_the_same_items() {
     assert_eq!(from_json, from_yaml);
 }
 
-/// Services in layouts the text patch declines (flow style, comments) are parsed again and
-/// patched as trees: same items as the reference.
+/// Services in layouts the text patch declines (flow-style labels) are parsed again and patched
+/// as trees, next to ones it takes (a comment in metadata): same items as the reference.
 #[test]
 fn odd_layouts_fall_back_to_the_tree() {
     let input = platform(120, Config::AnnouncerCutover, 6);
-    // Put every tenth Service's labels in flow style and a comment into another's metadata:
-    // both are valid YAML the line scan declines.
+    // Put every tenth Service's labels in flow style (the text patch declines them) and a
+    // comment into another's metadata (the recorded positions make that one fine).
     let mut odd = String::new();
     let mut seen = 0usize;
     let mut flow: Option<Vec<String>> = None;
@@ -123,7 +123,7 @@ fn odd_layouts_fall_back_to_the_tree() {
             continue;
         }
         if line == "    labels:" && seen % 10 == 2 {
-            odd.push_str("    # a comment the line scan does not touch\n");
+            odd.push_str("    # a comment in metadata\n");
         }
         odd.push_str(line);
         odd.push('\n');
