@@ -361,6 +361,57 @@ fn running_on_its_own_output_changes_nothing() {
     );
 }
 
+/// An annotation inside a merge key (`<<`) is an annotation to kubectl and kpt: it is migrated,
+/// the same whether the Service's text is patched or its tree emitted.
+#[test]
+fn annotations_inside_merge_keys_are_migrated() {
+    let merged = svc("web", "a", "10.0.0.5").replace(
+        "metadata:\n  name: web\n",
+        "metadata:\n  name: web\n  annotations:\n    <<: {metallb.io/loadBalancerIPs: 10.0.0.5}\n",
+    );
+    let out = run(&[POOL, ADV, METALLB_RUNNING, merged.as_str()], &fc(""));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let service = output_items(&out)
+        .into_iter()
+        .find(|i| i["kind"] == "Service")
+        .unwrap();
+    assert_eq!(
+        service["metadata"]["annotations"]["lbipam.cilium.io/ips"], "10.0.0.5",
+        "{service:?}"
+    );
+}
+
+/// A Service whose tree is emitted (flow-style annotations) holds an anchor another item
+/// aliases, in every alias form: the output never has an alias whose anchor it lost.
+#[test]
+fn aliases_to_a_rewritten_item_are_expanded() {
+    let anchored = svc("web", "a", "10.0.0.5")
+        .replace(
+            "metadata:\n  name: web\n",
+            "metadata:\n  name: web\n  annotations: {metallb.io/loadBalancerIPs: 10.0.0.5}\n",
+        )
+        .replace("    app: web\n", "    app: &-app web\n");
+    for alias in ["*-app", "\t*-app", "{*-app : x}", "[*-app]"] {
+        let user = format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: user\n  namespace: a\ndata:\n  k: {alias}\n"
+        );
+        let out = run(
+            &[POOL, ADV, METALLB_RUNNING, anchored.as_str(), user.as_str()],
+            &fc(""),
+        );
+        assert_eq!(out.code, 0, "{alias}: {}", out.stderr);
+        let items = output_items(&out);
+        let cm = items.iter().find(|i| i["kind"] == "ConfigMap").unwrap();
+        let want: Value = serde_yaml::from_str(&format!("a: &-app web\nk: {alias}\n")).unwrap();
+        assert_eq!(cm["data"]["k"], want["k"], "{alias}");
+        let service = items.iter().find(|i| i["kind"] == "Service").unwrap();
+        assert_eq!(
+            service["metadata"]["annotations"]["lbipam.cilium.io/ips"],
+            "10.0.0.5"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Error paths: exit 1, items unchanged, resource and field named.
 

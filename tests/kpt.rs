@@ -98,3 +98,30 @@ fn bad_fn_config_file_fails_with_the_field_and_touches_nothing() {
     assert_eq!(results[0]["resourceRef"]["kind"], "LoadBalancerAnnouncer");
     assert_eq!(results[0]["file"]["path"], "bad-config.yaml");
 }
+
+/// A ConfigMap written by PyYAML (`yaml.safe_dump` of `{"k": "a: b\n"}` gives a multi-line
+/// single-quoted value) as the last item: kpt hands it over with the closing quote at column 0,
+/// right before `functionConfig:`. The run must give kpt back YAML it reads, every byte as a
+/// function that echoes its input (`cat`) leaves it (kpt itself moves that quote to column 0).
+#[test]
+fn pyyaml_quoted_values_come_back_intact() {
+    let (_tmp, dir) = package_copy(&fixture());
+    std::fs::write(
+        dir.join("zz-pyyaml.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: py\ndata:\n  k: 'a: b\n\n    '\n",
+    )
+    .unwrap();
+    diff_and_commit(&dir);
+    let echo = run_cmd(kpt().args(["fn", "eval"]).arg(&dir).args(["--exec", "cat"]));
+    assert_eq!(echo.code, 0, "{}", echo.stderr);
+    assert!(
+        diff_and_commit(&dir).contains("+'\n"),
+        "kpt's own serialization changed"
+    );
+    let (run, _) = eval(
+        &dir,
+        &["--", "mode=load-balancer-announcer", "announcer=metallb"],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout_str(), run.stderr);
+    assert_eq!(diff_and_commit(&dir), "");
+}

@@ -42,7 +42,7 @@ pub fn read(item: &Value, at: &ValuesAt) -> Value {
             .get("spec")
             .and_then(|s| s.get("valuesContent"))
             .and_then(Value::as_str)
-            .and_then(|t| serde_yaml::from_str::<Value>(t).ok())
+            .and_then(|t| crate::krm::yaml::from_str(t).ok())
             .filter(Value::is_mapping),
     };
     found.unwrap_or_else(|| Value::Mapping(Mapping::new()))

@@ -559,7 +559,7 @@ fn switch_in_configmap(item: &Value) -> Option<String> {
         .filter_map(Value::as_str)
         .filter(|text| text.contains("loadBalancerAnnouncer"))
         .find_map(|text| {
-            let doc: Value = serde_yaml::from_str(text).ok()?;
+            let doc: Value = crate::krm::yaml::from_str(text).ok()?;
             str_at(&doc, &["networking", "loadBalancerAnnouncer"]).map(str::to_owned)
         })
 }

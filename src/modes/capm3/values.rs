@@ -50,7 +50,7 @@ pub fn read_document(item: &Value, index: usize, key: &str) -> Result<Option<Doc
     } else {
         format!("data.{key}")
     };
-    let parsed: Value = serde_yaml::from_str(text)
+    let parsed: Value = crate::krm::yaml::from_str(text)
         .map_err(|e| err(format!("values are not valid YAML: {e}"), &field))?;
     let root = match parsed {
         Value::Null => Mapping::new(),

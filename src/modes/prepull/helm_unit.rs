@@ -21,7 +21,7 @@ pub fn patched_spec(kustomization: &Value) -> Option<Value> {
         if !targets_helmrelease {
             return None;
         }
-        let ops: Value = serde_yaml::from_str(p.get("patch")?.as_str()?).ok()?;
+        let ops: Value = crate::krm::yaml::from_str(p.get("patch")?.as_str()?).ok()?;
         ops.as_sequence()?.iter().find_map(|op| {
             let replaces_spec = matches!(
                 op.get("op").and_then(Value::as_str),

@@ -15,7 +15,7 @@ use crate::krm::emit::emit_document;
 /// or, when that cannot be proven right, the whole tree emitted afresh. The flag says which.
 pub fn write(old_text: &str, new_root: &Mapping, paths: &[&[&str]]) -> (String, bool) {
     if let Some(text) = patch(old_text, new_root, paths) {
-        let parsed: Option<Value> = serde_yaml::from_str(&text).ok();
+        let parsed: Option<Value> = crate::krm::yaml::from_str(&text).ok();
         if parsed.as_ref().and_then(Value::as_mapping) == Some(new_root) {
             return (text, true);
         }
