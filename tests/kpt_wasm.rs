@@ -52,14 +52,15 @@ fn target_dir() -> PathBuf {
         .unwrap_or_else(|| common::root().join("target"))
 }
 
-/// A fresh directory under `target/kpt-wasm-tests/` (a `TMPDIR` for kpt and node).
-fn scratch(name: &str) -> PathBuf {
-    let dir = target_dir()
-        .join("kpt-wasm-tests")
-        .join(format!("{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory under `target/kpt-wasm-tests/` (a `TMPDIR` for kpt and node), removed
+/// when dropped.
+fn scratch(name: &str) -> tempfile::TempDir {
+    let parent = target_dir().join("kpt-wasm-tests");
+    std::fs::create_dir_all(&parent).unwrap();
+    tempfile::Builder::new()
+        .prefix(&format!("{name}-"))
+        .tempdir_in(parent)
+        .unwrap()
 }
 
 /// `kpt` set up for the node runtime, with its temporary files in `tmp`.
@@ -173,8 +174,14 @@ fn module_speaks_gos_js_wasm_abi_and_nothing_else() {
     ];
     assert!(!imports.is_empty());
     for (module, name, ty) in &imports {
-        assert_eq!(module, "go", "import {module}.{name}: kpt provides only module `go`");
-        assert!(GO_IMPORTS.contains(&name.as_str()), "unknown import go.{name}");
+        assert_eq!(
+            module, "go",
+            "import {module}.{name}: kpt provides only module `go`"
+        );
+        assert!(
+            GO_IMPORTS.contains(&name.as_str()),
+            "unknown import go.{name}"
+        );
         assert_eq!(
             signature(*ty),
             (vec![ValType::I32], vec![]),
@@ -230,7 +237,7 @@ fn module_speaks_gos_js_wasm_abi_and_nothing_else() {
 fn kpt_glue() -> &'static str {
     static GLUE: OnceLock<String> = OnceLock::new();
     GLUE.get_or_init(|| {
-        let tmp = scratch("glue");
+        let tmp = scratch("glue").keep();
         let package = tmp.join("package");
         std::fs::create_dir_all(&package).unwrap();
         std::fs::write(
@@ -278,6 +285,7 @@ fn node_with_kpts_glue_gives_what_the_exec_binary_gives() {
     let glue = kpt_glue();
     assert!(glue.contains(GLUE_START) && glue.contains("processResourceList(rl)"));
     let tmp = scratch("node");
+    let tmp = tmp.path();
     let mut inputs: Vec<PathBuf> = ["valid", "errors"]
         .iter()
         .flat_map(|d| std::fs::read_dir(common::root().join("tests/inputs").join(d)).unwrap())
@@ -287,7 +295,7 @@ fn node_with_kpts_glue_gives_what_the_exec_binary_gives() {
     let mut failed = 0;
     for input in &inputs {
         let bytes = std::fs::read(input).unwrap();
-        let wasm = node(glue, &tmp, &bytes);
+        let wasm = node(glue, tmp, &bytes);
         // The glue reads stdin as UTF-8 text (invalid bytes become U+FFFD): the module sees that.
         let native = common::run_fn(String::from_utf8_lossy(&bytes).as_bytes());
         let name = input.display();
@@ -302,7 +310,10 @@ fn node_with_kpts_glue_gives_what_the_exec_binary_gives() {
         assert_eq!(wasm.stdout_str(), want, "{name}: stdout");
         failed += usize::from(native.code != 0);
     }
-    assert!(failed > 0 && failed < inputs.len(), "inputs cover both outcomes");
+    assert!(
+        failed > 0 && failed < inputs.len(),
+        "inputs cover both outcomes"
+    );
 }
 
 #[test]
@@ -315,7 +326,7 @@ fn a_panic_is_reported_and_node_exits_non_zero_without_hanging() {
          WebAssembly.instantiate(fs.readFileSync(process.env.KPT_FN_WASM_PATH), go.importObject)\n\
          .then((result) => {{ go.run(result.instance); go._makeFuncWrapper(99)('x'); }});\n"
     );
-    let run = node(&script, &scratch("panic"), b"");
+    let run = node(&script, scratch("panic").path(), b"");
     assert_ne!(run.code, 0, "{}", run.stderr);
     assert!(
         run.stderr
@@ -323,13 +334,18 @@ fn a_panic_is_reported_and_node_exits_non_zero_without_hanging() {
         "{}",
         run.stderr
     );
-    assert!(run.stderr.contains("RuntimeError: unreachable"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("RuntimeError: unreachable"),
+        "{}",
+        run.stderr
+    );
     assert_eq!(run.stdout_str(), "");
 }
 
 #[test]
 fn a_panic_fails_the_kpt_step_without_hanging() {
     let tmp = scratch("kpt-panic");
+    let tmp = tmp.path();
     // kpt runs `node` from PATH with an empty environment: a `node` first on PATH that preloads a
     // script shifting the ids of the functions the module registers makes kpt's own call of
     // `processResourceList` reach an id the module does not know, and panic.
@@ -360,7 +376,7 @@ fn a_panic_fails_the_kpt_step_without_hanging() {
 
     let example = common::root().join("examples/announcer-cozystack-cutover");
     let (_guard, dir) = package_copy(&example);
-    let mut cmd = kpt_wasm(&tmp);
+    let mut cmd = kpt_wasm(tmp);
     cmd.env(
         "PATH",
         format!(
@@ -433,7 +449,10 @@ fn kpt_run(how: &How, example: &Path, function: &Path, wasm: bool, tmp: &Path) -
     let mut cmd = kpt_wasm(tmp);
     match how {
         How::Eval => {
-            cmd.args(["fn", "eval"]).arg(&dir).arg("--exec").arg(function);
+            cmd.args(["fn", "eval"])
+                .arg(&dir)
+                .arg("--exec")
+                .arg(function);
             if exp.args.is_empty() {
                 cmd.arg("--fn-config").arg(dir.join("fn-config.yaml"));
             }
@@ -488,6 +507,7 @@ fn kpt_run(how: &How, example: &Path, function: &Path, wasm: bool, tmp: &Path) -
 #[test]
 fn every_example_through_kpt_wasm_matches_the_exec_binary() {
     let tmp = scratch("examples");
+    let tmp = tmp.path();
     let examples = examples();
     assert!(!examples.is_empty());
     let (mut changed, mut failed) = (0, 0);
@@ -499,8 +519,8 @@ fn every_example_through_kpt_wasm_matches_the_exec_binary() {
                 How::Eval => "eval",
                 How::Render => "render",
             };
-            let exec = kpt_run(&how, example, &common::bin(), false, &tmp);
-            let wasm = kpt_run(&how, example, module(), true, &tmp);
+            let exec = kpt_run(&how, example, &common::bin(), false, tmp);
+            let wasm = kpt_run(&how, example, module(), true, tmp);
             assert_eq!(
                 i32::from(wasm.code != 0),
                 exit_code,
@@ -528,8 +548,21 @@ fn yaml_1_1_look_alike_strings_stay_strings_through_kpt() {
     // Strings that YAML 1.1 readers (sigs.k8s.io/yaml: kubectl, Flux) take for booleans, numbers
     // or dates unless they are quoted.
     const LOOK_ALIKES: &[&str] = &[
-        "yes", "no", "on", "off", "y", "n", "true", "0x1F", "1_000", "0755", "1e3", "12:30",
-        "2024-01-01", "~", "null",
+        "yes",
+        "no",
+        "on",
+        "off",
+        "y",
+        "n",
+        "true",
+        "0x1F",
+        "1_000",
+        "0755",
+        "1e3",
+        "12:30",
+        "2024-01-01",
+        "~",
+        "null",
     ];
     let example = common::root().join("examples/announcer-cozystack-cutover");
     let mut fixture = String::new();
@@ -537,6 +570,7 @@ fn yaml_1_1_look_alike_strings_stay_strings_through_kpt() {
         fixture.push_str(&format!("    example.com/look-alike-{i}: \"{v}\"\n"));
     }
     let tmp = scratch("look-alikes");
+    let tmp = tmp.path();
     let package = tmp.join("package");
     let _ = std::fs::remove_dir_all(&package);
     common::copy_dir(&example, &package);
@@ -545,7 +579,11 @@ fn yaml_1_1_look_alike_strings_stay_strings_through_kpt() {
     let text = std::fs::read_to_string(&services).unwrap();
     let anchor = "    lbipam.cilium.io/ips: 192.168.123.210\n";
     assert!(text.contains(anchor));
-    std::fs::write(&services, text.replace(anchor, &format!("{anchor}{fixture}"))).unwrap();
+    std::fs::write(
+        &services,
+        text.replace(anchor, &format!("{anchor}{fixture}")),
+    )
+    .unwrap();
     let data: String = fixture.replace("    example.com/", "  ");
     std::fs::write(
         package.join("look-alikes.yaml"),
@@ -553,8 +591,8 @@ fn yaml_1_1_look_alike_strings_stay_strings_through_kpt() {
     )
     .unwrap();
 
-    let exec = kpt_run(&How::Eval, &package, &common::bin(), false, &tmp);
-    let wasm = kpt_run(&How::Eval, &package, module(), true, &tmp);
+    let exec = kpt_run(&How::Eval, &package, &common::bin(), false, tmp);
+    let wasm = kpt_run(&How::Eval, &package, module(), true, tmp);
     assert_eq!(wasm.code, 0, "{}", wasm.report);
     assert!(
         wasm.diff.contains("services.yaml"),

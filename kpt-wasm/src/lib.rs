@@ -60,10 +60,7 @@ mod exports {
     #[unsafe(no_mangle)]
     pub extern "C" fn run(_argc: i32, _argv: i32) {
         std::panic::set_hook(Box::new(|info| {
-            let message = info
-                .payload_as_str()
-                .unwrap_or("(no message)")
-                .to_owned();
+            let message = info.payload_as_str().unwrap_or("(no message)").to_owned();
             let at = info
                 .location()
                 .map(|l| format!(" at {}:{}", l.file(), l.line()))
@@ -78,12 +75,8 @@ mod exports {
             ("processResourceList", PROCESS_RESOURCE_LIST),
             ("processResourceListErrors", PROCESS_RESOURCE_LIST_ERRORS),
         ] {
-            let wrapper = js::call_method(
-                Ref::GO,
-                "_makeFuncWrapper",
-                &[Ref::number(id as f64)],
-            )
-            .unwrap_or_else(|_| panic!("the host cannot make the function {name}"));
+            let wrapper = js::call_method(Ref::GO, "_makeFuncWrapper", &[Ref::number(id as f64)])
+                .unwrap_or_else(|_| panic!("the host cannot make the function {name}"));
             js::set(Ref::GLOBAL, name, wrapper.get());
         }
     }
