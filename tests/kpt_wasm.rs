@@ -630,3 +630,20 @@ fn yaml_1_1_look_alike_strings_stay_strings_through_kpt() {
         }
     }
 }
+
+#[test]
+fn docs_tell_how_to_build_run_and_publish_the_module() {
+    let docs = std::fs::read_to_string(common::root().join("docs/wasm.md")).unwrap();
+    let readme = std::fs::read_to_string(common::root().join("README.md")).unwrap();
+    for needle in [
+        "cargo build --target wasm32-unknown-unknown --release -p cutover-kpt-wasm",
+        "KPT_FN_WASM_RUNTIME=nodejs kpt fn eval PKG --allow-alpha-wasm --exec ./cutover-kpt.wasm",
+        "KPT_FN_WASM_RUNTIME=nodejs kpt fn render PKG --allow-alpha-wasm --allow-exec",
+        "kpt alpha wasm push ./cutover-kpt.wasm",
+    ] {
+        assert!(docs.contains(needle), "docs/wasm.md lacks {needle:?}");
+        assert!(readme.contains(needle), "README.md lacks {needle:?}");
+    }
+    // The file the docs copy is the one cargo builds (and `module()` uses).
+    assert!(docs.contains("target/wasm32-unknown-unknown/release/cutover_kpt.wasm"));
+}
