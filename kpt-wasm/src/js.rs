@@ -44,7 +44,7 @@ unsafe extern "C" {
 
 /// Arguments and results of one import call: 72 bytes reach `valueCall`'s `ok` flag at `sp+64`.
 #[repr(C, align(8))]
-pub struct Frame(UnsafeCell<[u64; 9]>);
+struct Frame(UnsafeCell<[u64; 9]>);
 
 // The module is single-threaded (wasm32-unknown-unknown has no threads): one call at a time.
 unsafe impl Sync for Frame {}
