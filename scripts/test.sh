@@ -8,6 +8,8 @@ scripts/install-deps.sh
 
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --features cutover/bench-tools -- -D warnings
+# The kpt-WASM shim compiles to nothing on the host: lint it on its own target.
+cargo clippy --target wasm32-unknown-unknown -p cutover-kpt-wasm -- -D warnings
 cargo build --release --bin cutover
 
 # Container image: built into a private podman store under target/containers/ (see
@@ -19,8 +21,10 @@ trap cutover_containers_cleanup EXIT
 scripts/build-image.sh --private
 export CUTOVER_CONTAINER_TESTS=1
 
-# WASI module (issue 6): the module the host tests run, in parity with the native binary above.
+# WASI module: the module the host tests run, in parity with the native binary above.
 cargo build --target wasm32-wasip1 --release -p cutover --bin cutover
+# The module for kpt's own WebAssembly runtime, run through node and kpt by tests/kpt_wasm.rs.
+cargo build --target wasm32-unknown-unknown --release -p cutover-kpt-wasm
 cargo test -p cutover --features bench-tools
 # Host tests in release only: this also builds target/release/cutover-wasm, with the same
 # features as the tests (the `wat` dev-dependency changes wasmtime's), so wasmtime is compiled

@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test crate uses a different subset
 
 pub mod crd;
+pub mod examples;
 pub mod json_schema;
 pub mod k8s;
 pub mod prepull;
