@@ -149,9 +149,11 @@ pub fn payload(spec: &MetalLBImagePrepullSpec, images: &[PrepullImage], dir: &st
     let ds = daemonset(spec, images);
     let job_spec = job_spec(spec);
     // Jobs are immutable: a content hash in the name makes any change (image list, timeout,
-    // waiter image) a new Job, which Flux creates while pruning the old one.
-    let ds_text = serde_yaml::to_string(&ds.spec).unwrap_or_default();
-    let job_text = serde_yaml::to_string(&job_spec).unwrap_or_default();
+    // waiter image) a new Job, which Flux creates while pruning the old one. The text hashed is
+    // that of the objects as `Value`s, the same as the typed objects' text (a test checks it), so
+    // no second serializer is compiled for every Kubernetes type in the pod spec.
+    let ds_text = serde_yaml::to_string(&to_value(&ds.spec)).unwrap_or_default();
+    let job_text = serde_yaml::to_string(&to_value(&job_spec)).unwrap_or_default();
     let hash = fnv1a(&[&ds_text, &job_text, ns]);
     let job_name = format!("{UNIT}-wait-{:08x}", hash >> 32);
     let job = Job {
@@ -283,5 +285,47 @@ mod tests {
         // FNV-1a 64 of "a" followed by the separator byte: fixed forever.
         assert_eq!(fnv1a(&["a"]), fnv1a(&["a"]));
         assert_ne!(fnv1a(&["a", "b"]), fnv1a(&["ab"]));
+    }
+
+    /// The Job name hashes the specs' text through `Value`: the text must be the typed specs'
+    /// own, or units rendered by an earlier release would get a new waiter Job for nothing.
+    #[test]
+    fn hashed_text_is_the_typed_specs_text() {
+        use crate::modes::prepull::{ImageRef, Toleration};
+
+        let spec = MetalLBImagePrepullSpec {
+            noop_image: Some(ImageRef::parse("docker.io/library/busybox:1.36.1-musl").unwrap()),
+            priority_class_name: Some("system-node-critical".into()),
+            image_pull_secrets: vec!["registry-creds".into()],
+            tolerations: Some(vec![Toleration {
+                key: Some("node-role.kubernetes.io/control-plane".into()),
+                operator: Some("Exists".into()),
+                value: None,
+                effect: Some("NoSchedule".into()),
+                toleration_seconds: Some(300),
+            }]),
+            ..Default::default()
+        };
+        let images: Vec<PrepullImage> = [
+            "quay.io/metallb/speaker:v0.14.9",
+            "quay.io/frrouting/frr:9.1.0",
+        ]
+        .into_iter()
+        .map(|image| PrepullImage {
+            image: ImageRef::parse(image).unwrap(),
+            source: String::new(),
+        })
+        .collect();
+        let ds_spec = daemonset(&spec, &images).spec;
+        let job_spec = job_spec(&spec);
+        let typed = serde_yaml::to_string(&ds_spec).unwrap();
+        assert!(
+            typed.contains("image: quay.io/frrouting/frr:9.1.0"),
+            "{typed}"
+        );
+        assert!(typed.contains("tolerationSeconds: 300"), "{typed}");
+        assert_eq!(typed, serde_yaml::to_string(&to_value(&ds_spec)).unwrap());
+        let typed = serde_yaml::to_string(&job_spec).unwrap();
+        assert_eq!(typed, serde_yaml::to_string(&to_value(&job_spec)).unwrap());
     }
 }
