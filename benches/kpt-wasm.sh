@@ -23,7 +23,7 @@ presets=("$@")
 
 cargo build --release -p cutover --bin cutover --bin cutover-gen >&2
 cargo build --release --target wasm32-wasip1 -p cutover --bin cutover >&2
-cargo build --release --target wasm32-unknown-unknown -p cutover-kpt-wasm >&2
+cargo build --target wasm32-unknown-unknown --profile kpt-wasm -p cutover-kpt-wasm >&2
 cargo build --release -p cutover-wasm >&2 # wasmtime: many minutes the first time
 
 root=$PWD
@@ -34,7 +34,7 @@ mkdir -p "$work/tmp" "$work/cache" target/bench-inputs target/bench-results
 export TMPDIR=$work/tmp CUTOVER_WASM_CACHE_DIR=$work/cache
 native=$root/target/release/cutover
 host="$root/target/release/cutover-wasm --module $root/target/wasm32-wasip1/release/cutover.wasm"
-module=$root/target/wasm32-unknown-unknown/release/cutover_kpt.wasm
+module=$root/target/wasm32-unknown-unknown/kpt-wasm/cutover_kpt.wasm
 echo "kpt-WASM module: $(stat -c %s "$module") bytes; kpt $(kpt version); node $(node --version)"
 
 # One `kpt fn eval` of a fresh copy of package $1 with the function given by the rest.

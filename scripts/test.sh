@@ -23,8 +23,9 @@ export CUTOVER_CONTAINER_TESTS=1
 
 # WASI module: the module the host tests run, in parity with the native binary above.
 cargo build --target wasm32-wasip1 --release -p cutover --bin cutover
-# The module for kpt's own WebAssembly runtime, run through node and kpt by tests/kpt_wasm.rs.
-cargo build --target wasm32-unknown-unknown --release -p cutover-kpt-wasm
+# The module for kpt's own WebAssembly runtime (its own profile, see Cargo.toml), run through
+# node and kpt by tests/kpt_wasm/.
+cargo build --target wasm32-unknown-unknown --profile kpt-wasm -p cutover-kpt-wasm
 cargo test -p cutover --features bench-tools
 # Host tests in release only: this also builds target/release/cutover-wasm, with the same
 # features as the tests (the `wat` dev-dependency changes wasmtime's), so wasmtime is compiled

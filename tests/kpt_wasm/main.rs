@@ -6,7 +6,7 @@
 //! 3. real kpt (`KPT_FN_WASM_RUNTIME=nodejs`, `--allow-alpha-wasm`), eval and render, against the
 //!    exec binary on every example.
 //!
-//! The module is built (`cargo build --target wasm32-unknown-unknown --release -p
+//! The module is built (`cargo build --target wasm32-unknown-unknown --profile kpt-wasm -p
 //! cutover-kpt-wasm`, a no-op when it is up to date) unless `CUTOVER_KPT_WASM_MODULE` names one.
 //! kpt leaves a directory per wasm run in `$TMPDIR`: every kpt and node run here gets a `TMPDIR`
 //! under `target/kpt-wasm-tests/`.
@@ -23,7 +23,7 @@ use std::sync::OnceLock;
 
 use common::{Run, kpt, run_cmd};
 
-/// The release module, built for this test run.
+/// The module as shipped (profile `kpt-wasm`), built for this test run.
 pub fn module() -> &'static Path {
     static MODULE: OnceLock<PathBuf> = OnceLock::new();
     MODULE.get_or_init(|| {
@@ -35,13 +35,14 @@ pub fn module() -> &'static Path {
             "build",
             "--target",
             "wasm32-unknown-unknown",
-            "--release",
+            "--profile",
+            "kpt-wasm",
             "-p",
             "cutover-kpt-wasm",
         ];
         let run = run_cmd(Command::new(&cargo).args(args).current_dir(common::root()));
         assert_eq!(run.code, 0, "cargo {}:\n{}", args.join(" "), run.stderr);
-        let path = target_dir().join("wasm32-unknown-unknown/release/cutover_kpt.wasm");
+        let path = target_dir().join("wasm32-unknown-unknown/kpt-wasm/cutover_kpt.wasm");
         assert!(path.is_file(), "{} was not built", path.display());
         path
     })
@@ -95,7 +96,7 @@ fn docs_tell_how_to_build_run_and_publish_the_module() {
     let docs = std::fs::read_to_string(common::root().join("docs/wasm.md")).unwrap();
     let readme = std::fs::read_to_string(common::root().join("README.md")).unwrap();
     for needle in [
-        "cargo build --target wasm32-unknown-unknown --release -p cutover-kpt-wasm",
+        "cargo build --target wasm32-unknown-unknown --profile kpt-wasm -p cutover-kpt-wasm",
         "KPT_FN_WASM_RUNTIME=nodejs kpt fn eval PKG --allow-alpha-wasm --exec ./cutover-kpt.wasm",
         "KPT_FN_WASM_RUNTIME=nodejs kpt fn render PKG --allow-alpha-wasm --allow-exec",
         "kpt alpha wasm push ./cutover-kpt.wasm",
@@ -104,5 +105,7 @@ fn docs_tell_how_to_build_run_and_publish_the_module() {
         assert!(readme.contains(needle), "README.md lacks {needle:?}");
     }
     // The file the docs copy is the one cargo builds (and `module()` uses).
-    assert!(docs.contains("target/wasm32-unknown-unknown/release/cutover_kpt.wasm"));
+    let built = "cp target/wasm32-unknown-unknown/kpt-wasm/cutover_kpt.wasm cutover-kpt.wasm";
+    assert!(docs.contains(built), "docs/wasm.md lacks {built:?}");
+    assert!(readme.contains(built), "README.md lacks {built:?}");
 }
