@@ -25,7 +25,7 @@ use serde_yaml::Value;
 const IMAGE: &str = "localhost/cutover:dev";
 const NATIVE: &str = env!("CARGO_BIN_EXE_cutover");
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
-/// The issue's budget for the uncompressed image.
+/// The size budget for the uncompressed image.
 const MAX_IMAGE_BYTES: u64 = 8 * 1024 * 1024;
 /// The flags kpt and kustomize pass to `docker run`/`podman run` (plus `--read-only`, which makes
 /// sure the function never needs to write anywhere but stdout and stderr).
@@ -368,8 +368,8 @@ fn packages() -> Vec<Package> {
 // Tests
 // ----------------------------------------------------------------------------------------------
 
-/// The image is what the issue asks for: minimal, labelled, numeric non-root user, entrypoint the
-/// function, both tags on the same image, within the size budget.
+/// The image is minimal, labelled, runs as a numeric non-root user with the function as its
+/// entrypoint, carries both tags on the same image, and stays within the size budget.
 #[test]
 fn image_is_minimal_labelled_and_non_root() {
     if !enabled("image_is_minimal_labelled_and_non_root") {
