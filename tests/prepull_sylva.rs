@@ -391,6 +391,74 @@ fn sylva_values_in_a_secret_go_back_as_base64_and_come_out_again() {
 }
 
 #[test]
+fn sylva_values_in_secret_string_data_go_back_as_text_and_come_out_again() {
+    // The values as an operator commits them in a Secret's stringData (plain text, for Flux's
+    // SOPS decryption or a sealed-secret workflow to encrypt), comments included.
+    let mut list = source("prepull-sylva-values");
+    let text = find(&list, "ConfigMap", "sylva-units-values")["data"]["values"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(text.contains("# the ToR pair of rack 1\n"));
+    let mut secret = yaml(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: sylva-units-secrets\n  namespace: sylva-system\n  annotations:\n    config.kubernetes.io/path: environment-values/sylva-units-secrets.yaml\n    internal.config.kubernetes.io/path: environment-values/sylva-units-secrets.yaml\ntype: Opaque\nstringData: {}\n",
+    );
+    secret["stringData"]["secrets"] = text.clone().into();
+    list["items"].as_sequence_mut().unwrap().push(secret);
+    let list = with_spec(
+        list,
+        "valuesFrom",
+        yaml("{kind: Secret, name: sylva-units-secrets, key: secrets}"),
+    );
+    let string_data = |l: &Value| {
+        find(l, "Secret", "sylva-units-secrets")["stringData"]["secrets"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no stringData.secrets"))
+            .to_owned()
+    };
+    let out = ok(&list);
+    let secret = find(&out, "Secret", "sylva-units-secrets");
+    assert!(
+        secret.get("data").is_none(),
+        "written back where it was read"
+    );
+    let written = string_data(&out);
+    let values = yaml(&written);
+    assert_eq!(
+        values["units"]["metallb"]["depends_on"]["metallb-image-prepull"],
+        true
+    );
+    assert!(values["units"]["metallb-image-prepull"].is_mapping());
+    // Edited line by line: the comments stay, and every line of the input is still there.
+    assert!(written.contains("# the ToR pair of rack 1\n"), "{written}");
+    assert!(
+        text.lines().all(|l| written.lines().any(|w| w == l)),
+        "{written}"
+    );
+    assert_eq!(
+        find(&out, "ConfigMap", "sylva-units-values"),
+        find(&list, "ConfigMap", "sylva-units-values"),
+        "the ConfigMap that was not the source is left alone"
+    );
+    assert_eq!(generated(&out).len(), 6, "the payload");
+    assert_eq!(items(&ok(&out)), items(&out), "idempotent");
+    // Gate closed: the very same text, byte for byte, and the payload gone.
+    let closed = ok(&with_spec(out, "upgrade", false.into()));
+    assert_eq!(string_data(&closed), text);
+    assert!(
+        find(&closed, "Secret", "sylva-units-secrets")
+            .get("data")
+            .is_none()
+    );
+    assert!(generated(&closed).is_empty());
+    assert_eq!(
+        items(&ok(&closed)),
+        items(&closed),
+        "idempotent when closed"
+    );
+}
+
+#[test]
 fn values_that_cannot_be_written_back_are_refused() {
     // sylva-units' own dump of its values (it rewrites it and never reads it).
     let list = with_spec(
