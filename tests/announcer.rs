@@ -39,7 +39,7 @@ metadata:
   namespace: metallb-system
 ";
 
-/// MetalLB Helm release whose speaker phase prepare already stopped.
+/// MetalLB Helm release whose speaker phase stop-speaker already stopped.
 const METALLB_STOPPED: &str = "apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
 metadata:

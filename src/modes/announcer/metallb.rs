@@ -57,6 +57,7 @@ impl Cutover<'_> {
             && !self.plan_mode
             && let Some(&(index, _)) = bearing.iter().find(|(_, s)| *s == Some(true))
         {
+            self.speaker_stopped_before = true;
             self.results.push(
                 KrmResult::warning(
                     "phase prepare, but the MetalLB speaker is already stopped here (phase stop-speaker was applied): \

@@ -135,13 +135,22 @@ fn run_inventory(
     outcome
 }
 
+/// The first CiliumL2AnnouncementPolicy cutover generated among the items (phase `cutover` was
+/// applied), by item index.
+fn generated_l2_policy(inv: &Inventory, items: &[Value]) -> Option<usize> {
+    inv.cilium_objects
+        .iter()
+        .find(|((kind, _), index)| {
+            kind == "CiliumL2AnnouncementPolicy"
+                && items[**index].label(inputs::MANAGED_BY.0) == Some(inputs::MANAGED_BY.1)
+        })
+        .map(|(_, &index)| index)
+}
+
 /// Warning for an earlier phase run on the output of phase `cutover`: the L2 policies cutover
 /// generated are among the items.
 fn after_cutover(phase: Phase, inv: &Inventory, items: &[Value]) -> Option<KrmResult> {
-    let (_, &index) = inv.cilium_objects.iter().find(|((kind, _), index)| {
-        kind == "CiliumL2AnnouncementPolicy"
-            && items[**index].label(inputs::MANAGED_BY.0) == Some(inputs::MANAGED_BY.1)
-    })?;
+    let index = generated_l2_policy(inv, items)?;
     Some(
         KrmResult::warning(format!(
             "phase {} after phase cutover: the CiliumL2AnnouncementPolicies cutover generated are among the items, \
