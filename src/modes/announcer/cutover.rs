@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use serde_yaml::{Mapping, Value};
 
 use super::config::{LoadBalancerAnnouncerSpec, Phase};
-use super::inputs::{AboutService, Inventory, MANAGED_BY};
+use super::inventory::{Inventory, MANAGED_BY};
 use super::report::{service_change, strip_orchestrator};
+use super::service::AboutService;
 use super::version::CiliumVersion;
 use super::{cilium, coverage, policies, services, translate, values, values_annotations};
 use crate::krm::annotations::is_orchestrator_annotation;

@@ -5,7 +5,8 @@ use serde_yaml::Value;
 
 use super::config::Phase;
 use super::cutover::Cutover;
-use super::inputs::{self, Carrier, InstallKind};
+use super::inputs;
+use super::inventory::{Carrier, InstallKind};
 use super::values;
 use crate::krm::{KrmObject, KrmResult, Severity};
 
