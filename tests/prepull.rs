@@ -9,6 +9,10 @@ use std::path::Path;
 
 use common::prepull::*;
 use common::{crd, k8s, package_copy, run_cmd, run_fn};
+use common::{
+    edit_item, example_source as source, find, items, ok, run_list, set_path as set, with_spec,
+    yaml,
+};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ServiceAccount;

@@ -7,6 +7,10 @@
 mod common;
 
 use common::prepull::*;
+use common::{
+    edit_item, example_source as source, find, items, ok, run_list, set_path as set, with_spec,
+    yaml,
+};
 use common::{json_schema, package_copy};
 use serde_yaml::Value;
 

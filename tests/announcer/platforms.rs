@@ -2,10 +2,11 @@
 //! Packages and generated HelmReleases, Flux chart references, umbrella values, chart values with
 //! MetalLB annotations; and the guard rails around the phases.
 
+use std::ffi::OsStr;
 use std::path::Path;
 
 use super::*;
-use common::{diff_and_commit, kpt, package_copy, run_cmd};
+use common::{diff_and_commit, kpt_eval, package_copy};
 
 /// Runs `kpt fn eval` on `dir` with the package's fn-config set to `phase`; returns the exit code
 /// and the function's results.
@@ -16,27 +17,8 @@ fn kpt_phase(dir: &Path, phase: &str) -> (i32, Vec<Value>) {
         .replace("phase: prepare", &format!("phase: {phase}"));
     let config_path = configs.path().join("fn-config.yaml");
     std::fs::write(&config_path, config).unwrap();
-    let results = tempfile::tempdir().unwrap();
-    let run = run_cmd(
-        kpt()
-            .args(["fn", "eval"])
-            .arg(dir)
-            .arg("--exec")
-            .arg(common::bin())
-            .arg("--fn-config")
-            .arg(&config_path)
-            .arg("--results-dir")
-            .arg(results.path()),
-    );
-    let text = std::fs::read_to_string(results.path().join("results.yaml")).unwrap_or_default();
-    let list: Value = serde_yaml::from_str(&text).unwrap_or(Value::Null);
-    let found = list["items"]
-        .as_sequence()
-        .into_iter()
-        .flatten()
-        .flat_map(|i| i["results"].as_sequence().cloned().unwrap_or_default())
-        .collect();
-    (run.code, found)
+    let (run, results) = kpt_eval(dir, &[OsStr::new("--fn-config"), config_path.as_os_str()]);
+    (run.code, results)
 }
 
 fn has(results: &[Value], severity: &str, text: &str) -> bool {
