@@ -351,26 +351,35 @@ fn unbase64(v: &Value) -> Value {
     yaml(std::str::from_utf8(&bytes.0).unwrap())
 }
 
-#[test]
-fn sylva_values_in_a_secret_go_back_as_base64_and_come_out_again() {
-    // The values as kustomize's secretGenerator writes them: data, base64.
+/// The `prepull-sylva-values` example with its values text (returned too) also in Secret
+/// `sylva-units-secrets`, key `secrets`, which `valuesFrom` names: under `data` as base64 (as
+/// kustomize's secretGenerator writes it) or under `stringData` as the text itself.
+fn values_in_secret(section: &str) -> (Value, String) {
     let mut list = source("prepull-sylva-values");
     let text = find(&list, "ConfigMap", "sylva-units-values")["data"]["values"]
         .as_str()
         .unwrap()
         .to_owned();
-    let secret = yaml(
-        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: sylva-units-secrets\n  namespace: sylva-system\n  annotations:\n    config.kubernetes.io/path: environment-values/sylva-units-secrets.yaml\n    internal.config.kubernetes.io/path: environment-values/sylva-units-secrets.yaml\ntype: Opaque\ndata: {}\n",
+    let mut secret = yaml(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: sylva-units-secrets\n  namespace: sylva-system\n  annotations:\n    config.kubernetes.io/path: environment-values/sylva-units-secrets.yaml\n    internal.config.kubernetes.io/path: environment-values/sylva-units-secrets.yaml\ntype: Opaque\n",
     );
+    let value = match section {
+        "data" => base64(&text),
+        _ => text.clone().into(),
+    };
+    set(&mut secret, &[section, "secrets"], value);
     list["items"].as_sequence_mut().unwrap().push(secret);
-    let list = edit_item(list, "Secret", "sylva-units-secrets", |s| {
-        s["data"]["secrets"] = base64(&text);
-    });
     let list = with_spec(
         list,
         "valuesFrom",
         yaml("{kind: Secret, name: sylva-units-secrets, key: secrets}"),
     );
+    (list, text)
+}
+
+#[test]
+fn sylva_values_in_a_secret_go_back_as_base64_and_come_out_again() {
+    let (list, text) = values_in_secret("data");
     let out = ok(&list);
     let secret = find(&out, "Secret", "sylva-units-secrets");
     assert!(secret.get("stringData").is_none());
@@ -396,24 +405,9 @@ fn sylva_values_in_a_secret_go_back_as_base64_and_come_out_again() {
 
 #[test]
 fn sylva_values_in_secret_string_data_go_back_as_text_and_come_out_again() {
-    // The values as an operator commits them in a Secret's stringData (plain text, for Flux's
-    // SOPS decryption or a sealed-secret workflow to encrypt), comments included.
-    let mut list = source("prepull-sylva-values");
-    let text = find(&list, "ConfigMap", "sylva-units-values")["data"]["values"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    // The values as an operator writes them by hand: plain text in stringData, comments included.
+    let (list, text) = values_in_secret("stringData");
     assert!(text.contains("# the ToR pair of rack 1\n"));
-    let mut secret = yaml(
-        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: sylva-units-secrets\n  namespace: sylva-system\n  annotations:\n    config.kubernetes.io/path: environment-values/sylva-units-secrets.yaml\n    internal.config.kubernetes.io/path: environment-values/sylva-units-secrets.yaml\ntype: Opaque\nstringData: {}\n",
-    );
-    secret["stringData"]["secrets"] = text.clone().into();
-    list["items"].as_sequence_mut().unwrap().push(secret);
-    let list = with_spec(
-        list,
-        "valuesFrom",
-        yaml("{kind: Secret, name: sylva-units-secrets, key: secrets}"),
-    );
     let string_data = |l: &Value| {
         find(l, "Secret", "sylva-units-secrets")["stringData"]["secrets"]
             .as_str()

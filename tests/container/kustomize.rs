@@ -3,13 +3,38 @@
 
 use super::*;
 
+/// `kubectl kustomize --enable-alpha-plugins` on a copy of `tests/fixtures/container/<fixture>`
+/// in `scratch` (its `expected.yaml` left out of the copy), with a logging `docker` shim that
+/// execs podman first on PATH, so /usr/local/bin/docker (a client without an engine) is never
+/// reached. Asserts that every run the shim logged used the flags kustomize promises. Returns the
+/// build and `expected.yaml`.
+fn kustomize_build(scratch: &Path, fixture: &str) -> (Output, String) {
+    let fixture = Path::new(REPO)
+        .join("tests/fixtures/container")
+        .join(fixture);
+    let kustomization = scratch.join("kustomize");
+    copy_dir(&fixture, &kustomization);
+    let expected = fs::read_to_string(fixture.join("expected.yaml")).unwrap();
+    fs::remove_file(kustomization.join("expected.yaml")).unwrap();
+    let shims = scratch.join("bin");
+    let path = shim(&shims, "docker", &which("podman"));
+    let build = run(
+        Command::new("kubectl")
+            .args(["kustomize", "--enable-alpha-plugins"])
+            .arg(&kustomization)
+            .env("PATH", &path),
+        b"",
+    );
+    assert_logged_runs(&shims.join("docker.log"), IMAGE);
+    (build, expected)
+}
+
 /// `kubectl kustomize --enable-alpha-plugins` on a kustomization whose `transformers:` entry runs
 /// `container: {image: localhost/cutover:dev}`, through a `docker` shim that execs podman.
 ///
 /// The expected outcome is the native binary's on the same resources and config: when it succeeds,
-/// the build output must equal `expected.yaml`; when it fails (today: the announcer mode is a
-/// stub), the build must fail with the function's own error lines. So nothing has to be switched
-/// when the mode lands — but `expected.yaml` must then be reviewed if the mode changes the items.
+/// the build output must equal `expected.yaml`; when it fails, the build must fail with the
+/// function's own error lines.
 #[test]
 fn kubectl_kustomize_runs_the_container_transformer() {
     if !enabled("kubectl_kustomize_runs_the_container_transformer") {
@@ -17,12 +42,6 @@ fn kubectl_kustomize_runs_the_container_transformer() {
     }
     let scratch = scratch("kubectl_kustomize");
     let fixture = Path::new(REPO).join("tests/fixtures/container/kustomize");
-    let kustomization = scratch.join("kustomize");
-    copy_dir(&fixture, &kustomization);
-    // expected.yaml is not part of the build; keep it out of the copy's directory listing anyway.
-    let expected = fs::read_to_string(fixture.join("expected.yaml")).unwrap();
-    fs::remove_file(kustomization.join("expected.yaml")).unwrap();
-
     // What the native function does with the same items and config.
     let source = run(
         Command::new("kpt")
@@ -34,19 +53,7 @@ fn kubectl_kustomize_runs_the_container_transformer() {
     );
     assert!(source.status.success(), "{}", text(&source.stderr));
     let reference = native(&[], &source.stdout);
-
-    // The shim is first on PATH, so /usr/local/bin/docker (a client without an engine) is never
-    // reached; it logs the arguments kustomize passes.
-    let shims = scratch.join("bin");
-    let path = shim(&shims, "docker", &which("podman"));
-    let build = run(
-        Command::new("kubectl")
-            .args(["kustomize", "--enable-alpha-plugins"])
-            .arg(&kustomization)
-            .env("PATH", &path),
-        b"",
-    );
-    assert_logged_runs(&shims.join("docker.log"), IMAGE);
+    let (build, expected) = kustomize_build(&scratch, "kustomize");
     if reference.status.success() {
         assert!(
             build.status.success(),
@@ -86,21 +93,7 @@ fn kubectl_kustomize_runs_the_prepull_container_generator() {
         return;
     }
     let scratch = scratch("kubectl_kustomize_generator");
-    let fixture = Path::new(REPO).join("tests/fixtures/container/kustomize-generator");
-    let kustomization = scratch.join("kustomize");
-    copy_dir(&fixture, &kustomization);
-    let expected = fs::read_to_string(fixture.join("expected.yaml")).unwrap();
-    fs::remove_file(kustomization.join("expected.yaml")).unwrap();
-    let shims = scratch.join("bin");
-    let path = shim(&shims, "docker", &which("podman"));
-    let build = run(
-        Command::new("kubectl")
-            .args(["kustomize", "--enable-alpha-plugins"])
-            .arg(&kustomization)
-            .env("PATH", &path),
-        b"",
-    );
-    assert_logged_runs(&shims.join("docker.log"), IMAGE);
+    let (build, expected) = kustomize_build(&scratch, "kustomize-generator");
     assert!(
         build.status.success(),
         "kustomize failed: {}",
