@@ -5,7 +5,7 @@
 //!
 //! `cargo bench --bench engine` (all), `cargo bench --bench engine -- parse/` (one group).
 
-#[path = "../src/bin/cutover-gen/generate.rs"]
+#[path = "../src/bin/cutover-gen/generate/mod.rs"]
 #[allow(dead_code)]
 mod generate;
 

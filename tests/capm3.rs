@@ -7,42 +7,11 @@
 mod common;
 
 use common::{
-    crd, edit_item as edit, example_source as source, k8s, run_fn, set_path as set, with_spec,
+    crd, edit_item as edit, example_source as source, find, items, k8s, ok, run_list as run,
+    set_path as set, with_spec, yaml,
 };
 use k8s_openapi::api::core::v1::Namespace;
 use serde_yaml::{Mapping, Value};
-
-fn yaml(src: &str) -> Value {
-    serde_yaml::from_str(src).unwrap()
-}
-
-fn items(list: &Value) -> &Vec<Value> {
-    list["items"].as_sequence().expect("items")
-}
-
-fn find<'a>(list: &'a Value, kind: &str, name: &str) -> &'a Value {
-    items(list)
-        .iter()
-        .find(|i| i["kind"] == kind && i["metadata"]["name"] == name)
-        .unwrap_or_else(|| panic!("no {kind} {name}"))
-}
-
-fn run(list: &Value) -> common::Run {
-    run_fn(serde_yaml::to_string(list).unwrap().as_bytes())
-}
-
-/// Output of a run that must succeed.
-fn ok(list: &Value) -> Value {
-    let r = run(list);
-    assert_eq!(
-        r.code,
-        0,
-        "stderr: {}\nstdout: {}",
-        r.stderr,
-        r.stdout_str()
-    );
-    r.resource_list()
-}
 
 /// Output of a run that must fail: exit 1, the items exactly as they came in.
 fn fails(list: &Value) -> Value {

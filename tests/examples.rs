@@ -36,15 +36,10 @@ fn cases() -> Vec<TestCase> {
 }
 
 fn env() -> Env {
-    let bin_dir = common::bin().parent().unwrap().to_path_buf();
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e");
     std::fs::create_dir_all(&tmp).unwrap();
     Env {
-        path: format!(
-            "{}:{}",
-            bin_dir.display(),
-            std::env::var("PATH").unwrap_or_default()
-        ),
+        path: common::path_with_bin(),
         tmp,
     }
 }
@@ -147,7 +142,7 @@ fn every_example_gives_the_same_result_with_kpt_fn_eval() {
             .arg(common::bin())
             .arg("--results-dir")
             .arg(&results);
-        let args = e2e::key_values(&case.config.args);
+        let args = common::examples::key_values(&case.config.args);
         if !args.is_empty() {
             cmd.arg("--").args(args);
         } else if let Some(config) = &config_path {
@@ -166,15 +161,14 @@ fn every_example_gives_the_same_result_with_kpt_fn_eval() {
             e2e::expected_file(&case, "diff.patch"),
             "{name}: kpt fn eval changes other files than kpt fn render"
         );
-        let text = std::fs::read_to_string(results.join("results.yaml")).unwrap_or_default();
         let want = std::fs::read_to_string(case.path.join(".expected/results.yaml")).unwrap();
         let want = if case.is_previous_layout() {
             serde_yaml::from_str(&want).unwrap()
         } else {
-            e2e::results_of(&want)
+            common::results_of(&want)
         };
         assert_eq!(
-            e2e::results_of(&text),
+            common::results_from(&results),
             want,
             "{name}: kpt fn eval gives other results than kpt fn render"
         );
@@ -194,7 +188,7 @@ fn every_result_of_every_example_carries_mode_and_check() {
         let results = if case.is_previous_layout() {
             serde_yaml::from_str(&text).unwrap()
         } else {
-            e2e::results_of(&text)
+            common::results_of(&text)
         };
         for r in results.as_sequence().into_iter().flatten() {
             for tag in ["mode", "check"] {

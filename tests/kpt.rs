@@ -5,34 +5,10 @@
 
 mod common;
 
-use std::path::Path;
-
-use common::{diff_and_commit, kpt, package_copy, run_cmd};
-use serde_yaml::Value;
+use common::{diff_and_commit, kpt, kpt_eval as eval, package_copy, run_cmd};
 
 fn fixture() -> std::path::PathBuf {
     common::root().join("tests/fixtures/kpt-package")
-}
-
-fn eval(dir: &Path, extra: &[&str]) -> (common::Run, Vec<Value>) {
-    let results = tempfile::tempdir().unwrap();
-    let run = run_cmd(
-        kpt()
-            .args(["fn", "eval"])
-            .arg(dir)
-            .arg("--exec")
-            .arg(common::bin())
-            .arg("--results-dir")
-            .arg(results.path())
-            .args(extra),
-    );
-    let text = std::fs::read_to_string(results.path().join("results.yaml")).unwrap_or_default();
-    let list: Value = serde_yaml::from_str(&text).unwrap_or(Value::Null);
-    let results = list["items"][0]["results"]
-        .as_sequence()
-        .cloned()
-        .unwrap_or_default();
-    (run, results)
 }
 
 #[test]

@@ -2,11 +2,18 @@
 //! the `root-dependency-<rev>` Job waits for (and refuses bundles that mix revisions), it reconciles
 //! the configured payload source, a workload cluster's unit targets the workload cluster, the
 //! speaker is recognised from the chart values, and the `output: sylva-values` form writes a unit
-//! sylva-units' own schema accepts, back where the values were read, and takes it out again.
+//! sylva-units' own schema accepts, back where the values were read, and takes it out again
+//! (`prepull_sylva/values_form.rs`).
 
 mod common;
+#[path = "prepull_sylva/values_form.rs"]
+mod values_form;
 
 use common::prepull::*;
+use common::{
+    edit_item, example_source as source, find, items, ok, run_list, set_path as set, with_spec,
+    yaml,
+};
 use common::{json_schema, package_copy};
 use serde_yaml::Value;
 
@@ -281,195 +288,6 @@ fn the_speaker_is_recognised_from_the_chart_values_not_its_name() {
         "{}",
         run.stderr
     );
-}
-
-/// The `values` text of the sylva-units-values ConfigMap, parsed.
-fn configmap_values(list: &Value) -> Value {
-    yaml(
-        find(list, "ConfigMap", "sylva-units-values")["data"]["values"]
-            .as_str()
-            .unwrap(),
-    )
-}
-
-#[test]
-fn the_sylva_values_unit_is_one_sylva_units_accepts() {
-    let out = ok(&source("prepull-sylva-values"));
-    let values = configmap_values(&out);
-    let unit = &values["units"]["metallb-image-prepull"];
-    let (schema, defs) = json_schema::sylva_unit_schema();
-    let instance = serde_json::to_value(unit).unwrap();
-    json_schema::validate(&schema, &defs, &instance).unwrap_or_else(|e| panic!("{e:#?}"));
-    assert_eq!(unit["repo"], "platform-config");
-    assert_eq!(
-        unit["kustomization_spec"]["path"],
-        "./environment-values/mgmt/metallb-image-prepull"
-    );
-    assert_eq!(unit["kustomization_spec"]["wait"], false);
-    let job = job(&out)["metadata"]["name"].clone();
-    assert_eq!(unit["kustomization_spec"]["healthChecks"][0]["name"], job);
-    assert_eq!(
-        values["units"]["metallb"]["depends_on"]["metallb-image-prepull"],
-        true
-    );
-    // The repo names a source_templates entry of the values (sylva-units makes the sourceRef).
-    assert_eq!(
-        values["source_templates"]["platform-config"]["kind"],
-        "GitRepository"
-    );
-    // The rest of the document is untouched.
-    let input = configmap_values(&source("prepull-sylva-values"));
-    assert_eq!(values["metallb"], input["metallb"]);
-    assert_eq!(values["units"]["monitoring"], input["units"]["monitoring"]);
-    assert_eq!(items(&ok(&out)), items(&out), "idempotent");
-    // Line edits: the operator's comments survive, and closing the gate gives the text back.
-    let text = |l: &Value| {
-        find(l, "ConfigMap", "sylva-units-values")["data"]["values"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
-    assert!(
-        text(&out).contains("# the ToR pair of rack 1\n"),
-        "{}",
-        text(&out)
-    );
-    let closed = ok(&with_spec(out, "upgrade", false.into()));
-    assert_eq!(text(&closed), text(&source("prepull-sylva-values")));
-}
-
-fn base64(text: &str) -> Value {
-    serde_yaml::to_value(k8s_openapi::ByteString(text.as_bytes().to_vec())).unwrap()
-}
-
-fn unbase64(v: &Value) -> Value {
-    let bytes: k8s_openapi::ByteString = serde_yaml::from_value(v.clone()).unwrap();
-    yaml(std::str::from_utf8(&bytes.0).unwrap())
-}
-
-#[test]
-fn sylva_values_in_a_secret_go_back_as_base64_and_come_out_again() {
-    // The values as kustomize's secretGenerator writes them: data, base64.
-    let mut list = source("prepull-sylva-values");
-    let text = find(&list, "ConfigMap", "sylva-units-values")["data"]["values"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let secret = yaml(
-        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: sylva-units-secrets\n  namespace: sylva-system\n  annotations:\n    config.kubernetes.io/path: environment-values/sylva-units-secrets.yaml\n    internal.config.kubernetes.io/path: environment-values/sylva-units-secrets.yaml\ntype: Opaque\ndata: {}\n",
-    );
-    list["items"].as_sequence_mut().unwrap().push(secret);
-    let list = edit_item(list, "Secret", "sylva-units-secrets", |s| {
-        s["data"]["secrets"] = base64(&text);
-    });
-    let list = with_spec(
-        list,
-        "valuesFrom",
-        yaml("{kind: Secret, name: sylva-units-secrets, key: secrets}"),
-    );
-    let out = ok(&list);
-    let secret = find(&out, "Secret", "sylva-units-secrets");
-    assert!(secret.get("stringData").is_none());
-    let values = unbase64(&secret["data"]["secrets"]);
-    assert_eq!(
-        values["units"]["metallb"]["depends_on"]["metallb-image-prepull"],
-        true
-    );
-    assert!(values["units"]["metallb-image-prepull"].is_mapping());
-    // The ConfigMap that was not the source is left alone.
-    assert_eq!(
-        find(&out, "ConfigMap", "sylva-units-values"),
-        find(&list, "ConfigMap", "sylva-units-values")
-    );
-    assert_eq!(items(&ok(&out)), items(&out), "idempotent");
-    // Gate closed: exactly the original tree again, and the payload gone.
-    let closed = ok(&with_spec(out, "upgrade", false.into()));
-    let back = &find(&closed, "Secret", "sylva-units-secrets")["data"]["secrets"];
-    assert_eq!(unbase64(back), yaml(&text));
-    assert_eq!(back, &base64(&text), "the very same text, re-encoded");
-    assert!(generated(&closed).is_empty());
-}
-
-#[test]
-fn values_that_cannot_be_written_back_are_refused() {
-    // sylva-units' own dump of its values (it rewrites it and never reads it).
-    let list = with_spec(
-        with_spec(
-            source("prepull-upgrade-native-bgp"),
-            "output",
-            "sylva-values".into(),
-        ),
-        "source",
-        yaml("{repo: platform-config, path: ./x}"),
-    );
-    let e = fails(&list, "data.values");
-    assert_eq!(e["resourceRef"]["name"], "sylva-units-values");
-    assert!(e["message"].as_str().unwrap().contains("own dump"));
-    // Inline values have nowhere to go.
-    let list = with_spec(source("prepull-l2-only"), "output", "sylva-values".into());
-    fails(&list, "spec.output");
-}
-
-#[test]
-fn switching_output_forms_moves_the_unit_without_leaving_a_dangling_dependency() {
-    // Rendered first, with the values also present as the ConfigMap an operator deploys from.
-    let mut list = source("prepull-upgrade-native-bgp");
-    let values_text = serde_yaml::to_string(&unbase64(
-        &find(&list, "Secret", "sylva-units-values")["data"]["values"],
-    ))
-    .unwrap();
-    let mut cm = yaml(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sylva-units-values\n  namespace: sylva-system\n  annotations:\n    config.kubernetes.io/path: environment-values/values.yaml\n    internal.config.kubernetes.io/path: environment-values/values.yaml\ndata: {}\n",
-    );
-    cm["data"]["values"] = values_text.into();
-    list["items"].as_sequence_mut().unwrap().push(cm);
-    let rendered = ok(&list);
-    assert!(
-        find(&rendered, "Kustomization", "metallb")["spec"]["dependsOn"]
-            .as_sequence()
-            .unwrap()
-            .contains(&yaml("{name: metallb-image-prepull}"))
-    );
-    // Now the values form.
-    let switched = with_spec(
-        with_spec(
-            with_spec(rendered, "output", "sylva-values".into()),
-            "source",
-            yaml("{repo: platform-config, path: ./x/metallb-image-prepull}"),
-        ),
-        "valuesFrom",
-        yaml("{kind: ConfigMap, name: sylva-units-values}"),
-    );
-    let out = ok(&switched);
-    assert!(
-        !items(&out)
-            .iter()
-            .any(|i| i["apiVersion"] == "kustomize.toolkit.fluxcd.io/v1"
-                && i["metadata"]["name"] == "metallb-image-prepull"),
-        "the rendered unit goes: sylva-units renders it now"
-    );
-    assert_eq!(
-        find(&out, "Kustomization", "metallb"),
-        find(&list, "Kustomization", "metallb"),
-        "metallb's rendered dependsOn entry goes with it"
-    );
-    assert!(configmap_values(&out)["units"]["metallb-image-prepull"].is_mapping());
-    assert_eq!(generated(&out).len(), 6, "the payload stays");
-    // And back: the values unit goes, the rendered one returns.
-    let again = with_spec(
-        with_spec(out, "output", "rendered".into()),
-        "source",
-        yaml(
-            "{sourceRef: {kind: GitRepository, name: platform-config}, path: ./x/metallb-image-prepull}",
-        ),
-    );
-    let back = ok(&again);
-    assert!(
-        configmap_values(&back)["units"]
-            .get("metallb-image-prepull")
-            .is_none()
-    );
-    assert_eq!(generated(&back).len(), 7);
 }
 
 #[test]

@@ -7,7 +7,7 @@
 //! Both outputs are read back and compared item by item as YAML text, so values, key order and
 //! item order must all agree.
 
-#[path = "../src/bin/cutover-gen/generate.rs"]
+#[path = "../src/bin/cutover-gen/generate/mod.rs"]
 #[allow(dead_code)]
 mod generate;
 

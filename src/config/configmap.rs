@@ -4,7 +4,7 @@
 //! `data` values are always strings. Each key (dots descend into nested fields, e.g.
 //! `sourceRef.name`) is typed by looking its field up in the kind's JSON schema: string fields
 //! keep the text as is (so `namespace=0123` stays a string), every other field parses it as YAML
-//! (`images=[a:1, b:2]`, `upgrade=true`, `runAsUser=65534`).
+//! with the engine's reader (`images=[a:1, b:2]`, `upgrade=true`, `runAsUser=65534`).
 
 use serde_json::Value as Json;
 use serde_yaml::{Mapping, Value};
@@ -172,7 +172,11 @@ fn typed_value(text: &str, schema: Option<&Json>) -> Value {
         // Unknown fields keep their text; decoding then rejects the key by name.
         None => Value::String(text.to_owned()),
         Some(s) if is_string_schema(s) => Value::String(text.to_owned()),
-        Some(_) => serde_yaml::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned())),
+        // The engine's reader, as for every embedded document: scalars mean what they mean in
+        // the typed form; text that is not one YAML document stays a string.
+        Some(_) => {
+            crate::krm::yaml::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+        }
     }
 }
 

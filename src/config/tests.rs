@@ -221,3 +221,82 @@ fn capm3_typed_and_configmap_forms() {
         "data.fix"
     );
 }
+
+/// A ConfigMap data value for a field that is not a string is YAML text. It is read with the
+/// engine's reader, as every embedded document is; its plain scalars keep the meaning serde_yaml
+/// gives them (the reader's rule), so the typed form and the ConfigMap form agree.
+#[test]
+fn configmap_yaml_values_read_scalars_as_serde_yaml_does() {
+    let values_of = |text: &str| -> Value {
+        let cm = format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: function-input}}\ndata:\n  mode: metallb-image-prepull\n  values: {}\n",
+            serde_json::to_string(text).unwrap()
+        );
+        let FunctionConfig::MetalLBImagePrepull(spec) = parse(Some(&fc(&cm))).unwrap() else {
+            panic!()
+        };
+        spec.values.unwrap_or(Value::Null)
+    };
+    // The scalars YAML 1.1 readers take for numbers, booleans or null, and a few neighbours.
+    for text in [
+        "0123",
+        "on",
+        "1e3",
+        "~",
+        "yes",
+        "off",
+        "0x1F",
+        "0o17",
+        "-0",
+        "+12",
+        ".inf",
+        "-.Inf",
+        ".nan",
+        "1_000",
+        "12:30",
+        "2024-01-01",
+        "true",
+        "False",
+        "null",
+        "NULL",
+        "",
+        "'0123'",
+        "a b",
+        "18446744073709551615",
+        "-9223372036854775808",
+    ] {
+        let before: Value =
+            serde_yaml::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()));
+        let after = values_of(text);
+        if before.as_f64().is_some_and(f64::is_nan) {
+            assert!(
+                after.as_f64().is_some_and(f64::is_nan),
+                "{text:?}: {after:?}"
+            );
+        } else {
+            assert_eq!(after, before, "{text:?}");
+        }
+    }
+    assert_eq!(values_of("0123"), Value::from("0123"));
+    assert_eq!(values_of("on"), Value::from("on"));
+    assert_eq!(values_of("1e3"), Value::from(1000.0));
+    assert_eq!(values_of("~"), Value::Null);
+    // Inside a values document too.
+    assert_eq!(
+        values_of("{a: 0123, b: on, c: 1e3, d: ~}"),
+        fc("{a: '0123', b: 'on', c: 1000.0, d: null}")
+    );
+    // The one difference: an integer of more than 128 bits, which serde_yaml reads as a float
+    // (digits lost; from 65 to 128 bits it fails, so the text stays text either way), is refused
+    // by the reader as it is in the typed form, so the text stays text: a number field rejects it
+    // by its key.
+    let huge = "1234567890123456789012345678901234567890";
+    assert!(serde_yaml::from_str::<Value>(huge).unwrap().is_f64());
+    assert_eq!(values_of(huge), Value::from(huge));
+    assert_eq!(
+        err_path(&format!(
+            "apiVersion: v1\nkind: ConfigMap\ndata: {{mode: metallb-image-prepull, runAsUser: '{huge}'}}\n"
+        )),
+        "data.runAsUser"
+    );
+}

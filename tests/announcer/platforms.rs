@@ -2,10 +2,11 @@
 //! Packages and generated HelmReleases, Flux chart references, umbrella values, chart values with
 //! MetalLB annotations; and the guard rails around the phases.
 
+use std::ffi::OsStr;
 use std::path::Path;
 
 use super::*;
-use common::{diff_and_commit, kpt, package_copy, run_cmd};
+use common::{diff_and_commit, kpt_eval, package_copy};
 
 /// Runs `kpt fn eval` on `dir` with the package's fn-config set to `phase`; returns the exit code
 /// and the function's results.
@@ -16,27 +17,8 @@ fn kpt_phase(dir: &Path, phase: &str) -> (i32, Vec<Value>) {
         .replace("phase: prepare", &format!("phase: {phase}"));
     let config_path = configs.path().join("fn-config.yaml");
     std::fs::write(&config_path, config).unwrap();
-    let results = tempfile::tempdir().unwrap();
-    let run = run_cmd(
-        kpt()
-            .args(["fn", "eval"])
-            .arg(dir)
-            .arg("--exec")
-            .arg(common::bin())
-            .arg("--fn-config")
-            .arg(&config_path)
-            .arg("--results-dir")
-            .arg(results.path()),
-    );
-    let text = std::fs::read_to_string(results.path().join("results.yaml")).unwrap_or_default();
-    let list: Value = serde_yaml::from_str(&text).unwrap_or(Value::Null);
-    let found = list["items"]
-        .as_sequence()
-        .into_iter()
-        .flatten()
-        .flat_map(|i| i["results"].as_sequence().cloned().unwrap_or_default())
-        .collect();
-    (run.code, found)
+    let (run, results) = kpt_eval(dir, &[OsStr::new("--fn-config"), config_path.as_os_str()]);
+    (run.code, results)
 }
 
 fn has(results: &[Value], severity: &str, text: &str) -> bool {
@@ -143,6 +125,89 @@ fn cozystack_packages_walk_to_a_metallb_free_state_with_kpt() {
         .unwrap_or_else(|| panic!("no phase-order warning: {results:?}"));
     assert_eq!(warning["severity"], Value::from("warning"));
     assert_eq!(warning["tags"]["phase"], Value::from("prepare"));
+}
+
+/// The `next-step` info of a run, which every prepare and stop-speaker run ends with.
+fn next_step(out: &Run) -> String {
+    let steps: Vec<Value> = out
+        .results()
+        .into_iter()
+        .filter(|r| r["tags"]["check"] == "next-step")
+        .collect();
+    assert_eq!(steps.len(), 1, "{steps:?}");
+    assert_eq!(steps[0]["severity"], "info");
+    steps[0]["message"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn the_next_step_agrees_with_a_phase_order_warning() {
+    let s = svc("web", "a", "10.0.0.5");
+    let phase_order = |out: &Run| -> Vec<String> {
+        out.results()
+            .into_iter()
+            .filter(|r| r["tags"]["check"] == "phase-order")
+            .map(|r| r["message"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    // In order: prepare points at stop-speaker, stop-speaker at cutover.
+    let prepare = fc("  phase: prepare\n");
+    let out = run(&[POOL, ADV, METALLB_RUNNING, s.as_str()], &prepare);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(phase_order(&out).is_empty());
+    assert!(next_step(&out).contains("then run again with phase: stop-speaker"));
+    let out = run(
+        &[POOL, ADV, METALLB_RUNNING, s.as_str()],
+        &fc("  phase: stop-speaker\n"),
+    );
+    assert!(next_step(&out).contains("then apply phase: cutover at once"));
+    // Prepare on a stopped speaker: the warning says apply cutover now or revert, and so does the
+    // next step; it does not send the operator to stop-speaker.
+    let items = [POOL, ADV, METALLB_STOPPED, s.as_str()];
+    let out = run(&items, &prepare);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let warnings = phase_order(&out);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("Apply phase cutover now"));
+    let next = next_step(&out);
+    assert!(next.contains("phase: cutover"), "{next}");
+    assert!(next.contains("revert the stop-speaker change"), "{next}");
+    assert!(
+        !next.contains("then run again with phase: stop-speaker"),
+        "{next}"
+    );
+    // After phase cutover (its L2 policies among the items, the pools put back): no next phase,
+    // the same two ways out as the warning.
+    let cut = run(&items, &fc(CUTOVER));
+    assert_eq!(cut.code, 0, "{}", cut.stderr);
+    let policies: Vec<String> = output_items(&cut)
+        .iter()
+        .filter(|i| i["kind"] == "CiliumL2AnnouncementPolicy")
+        .map(|i| serde_yaml::to_string(i).unwrap())
+        .collect();
+    assert_eq!(policies.len(), 1);
+    let mut after: Vec<&str> = items.to_vec();
+    after.extend(policies.iter().map(String::as_str));
+    for phase in ["prepare", "stop-speaker"] {
+        let out = run(&after, &fc(&format!("  phase: {phase}\n")));
+        assert_eq!(out.code, 0, "{phase}: {}", out.stderr);
+        assert!(
+            phase_order(&out)
+                .iter()
+                .any(|w| w.contains("revert the cutover change")),
+            "{phase}"
+        );
+        let next = next_step(&out);
+        assert!(next.contains("after phase cutover"), "{phase}: {next}");
+        assert!(
+            next.contains("revert the cutover change"),
+            "{phase}: {next}"
+        );
+        assert!(!next.contains("at once"), "{phase}: {next}");
+        assert!(
+            !next.contains("then run again with phase"),
+            "{phase}: {next}"
+        );
+    }
 }
 
 #[test]

@@ -1,38 +1,17 @@
-//! Helpers of the prepull integration tests: ResourceLists from the examples through the real
-//! `kpt fn source`, runs of the binary that must succeed or fail, item lookups and edits.
+//! Helpers of the prepull integration tests: runs of the binary that must fail with one error,
+//! the generated payload, and `kpt fn render` of a package. The ResourceList helpers they share
+//! with the other tests (kpt's `fn source` of an example, lookups, edits) are in [`super`].
 
 use std::path::PathBuf;
 
 use serde_yaml::{Mapping, Value};
 
-use super::{kpt, run_cmd, run_fn};
+use super::{items, kpt, run_cmd, run_list};
 
 pub const GENERATED_BY: &str = "fn.cutover.dev/generated-by";
 
 pub fn example(name: &str) -> PathBuf {
     super::root().join("examples").join(name)
-}
-
-/// `kpt fn source <example> --fn-config fn-config.yaml`: the ResourceList kpt itself builds.
-pub fn source(name: &str) -> Value {
-    let dir = example(name);
-    let run = run_cmd(
-        kpt()
-            .args(["fn", "source"])
-            .arg(&dir)
-            .arg("--fn-config")
-            .arg(dir.join("fn-config.yaml")),
-    );
-    assert_eq!(run.code, 0, "kpt fn source: {}", run.stderr);
-    run.resource_list()
-}
-
-pub fn run_list(list: &Value) -> super::Run {
-    run_fn(serde_yaml::to_string(list).unwrap().as_bytes())
-}
-
-pub fn items(list: &Value) -> &Vec<Value> {
-    list["items"].as_sequence().expect("items")
 }
 
 pub fn generated(list: &Value) -> Vec<&Value> {
@@ -44,48 +23,11 @@ pub fn generated(list: &Value) -> Vec<&Value> {
         .collect()
 }
 
-pub fn find<'a>(list: &'a Value, kind: &str, name: &str) -> &'a Value {
-    items(list)
-        .iter()
-        .find(|i| i["kind"] == kind && i["metadata"]["name"] == name)
-        .unwrap_or_else(|| panic!("no {kind} {name}"))
-}
-
 pub fn job(list: &Value) -> &Value {
     items(list)
         .iter()
         .find(|i| i["kind"] == "Job")
         .expect("a waiter Job")
-}
-
-pub fn set(v: &mut Value, path: &[&str], value: Value) {
-    let mut cur = v;
-    for key in &path[..path.len() - 1] {
-        let map = cur.as_mapping_mut().expect("mapping");
-        cur = map
-            .entry(Value::from(*key))
-            .or_insert_with(|| Value::Mapping(Mapping::new()));
-    }
-    cur.as_mapping_mut()
-        .unwrap()
-        .insert(Value::from(path[path.len() - 1]), value);
-}
-
-pub fn yaml(src: &str) -> Value {
-    serde_yaml::from_str(src).unwrap()
-}
-
-/// The ResourceList output of a successful run, with the exit code checked.
-pub fn ok(list: &Value) -> Value {
-    let run = run_list(list);
-    assert_eq!(
-        run.code,
-        0,
-        "stderr: {}\nstdout: {}",
-        run.stderr,
-        run.stdout_str()
-    );
-    run.resource_list()
 }
 
 /// Runs input that must fail: exit 1, a valid ResourceList whose items are exactly the input
@@ -131,22 +73,6 @@ pub fn fails(list: &Value, field: &str) -> Value {
     e
 }
 
-pub fn with_spec(mut list: Value, key: &str, value: Value) -> Value {
-    set(&mut list, &["functionConfig", "spec", key], value);
-    list
-}
-
-pub fn edit_item(mut list: Value, kind: &str, name: &str, f: impl FnOnce(&mut Value)) -> Value {
-    let item = list["items"]
-        .as_sequence_mut()
-        .unwrap()
-        .iter_mut()
-        .find(|i| i["kind"] == kind && i["metadata"]["name"] == name)
-        .unwrap();
-    f(item);
-    list
-}
-
 /// Edits the `spec` of the typed function config.
 pub fn edit_fc(mut list: Value, f: impl FnOnce(&mut Mapping)) -> Value {
     f(list["functionConfig"]["spec"]
@@ -158,15 +84,9 @@ pub fn edit_fc(mut list: Value, f: impl FnOnce(&mut Mapping)) -> Value {
 /// `kpt fn render --allow-exec` of a package whose Kptfile runs `exec: cutover` (the built binary
 /// first on PATH).
 pub fn kpt_render(dir: &std::path::Path) -> super::Run {
-    let bin_dir = super::bin().parent().unwrap().to_path_buf();
-    let path = format!(
-        "{}:{}",
-        bin_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
     run_cmd(
         kpt()
-            .env("PATH", path)
+            .env("PATH", super::path_with_bin())
             .args(["fn", "render"])
             .arg(dir)
             .arg("--allow-exec"),

@@ -5,6 +5,8 @@
 //! their defaults), `runner.go` (`runFnEval`, `runFnRender`, `compareResult`, `compareOutput`,
 //! `updateExpected`), `util.go` (git and copy helpers) and `e2e/fn_test.go` (`skip`, `runtimes`).
 //!
+//! The test case's `.expected/config.yaml` is read by [`TestCase`] (tests/common/examples.rs).
+//!
 //! What kpt's runner does, and so this one:
 //! - a test case is a directory with `.expected/`; `config.yaml` is optional (default: render);
 //! - it runs `RunCount()` = 2 times, each on a fresh `cp -r` copy in a new temporary directory,
@@ -31,9 +33,7 @@
 //! runner does not apply it either). `runCount`, described by the catalog's e2e test but ignored by
 //! kpt's runner (`RunCount()` is hard-coded to 2), is honoured here when given.
 
-mod config;
-
-pub use config::TestCase;
+pub use crate::common::examples::TestCase;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -220,7 +220,7 @@ fn command(env: &Env, case: &TestCase, ws: &Workspace, results: bool) -> Command
             if c.include_meta_resources {
                 cmd.arg("--include-meta-resources");
             }
-            let args = key_values(&c.args);
+            let args = crate::common::examples::key_values(&c.args);
             if !args.is_empty() {
                 cmd.arg("--").args(args);
             }
@@ -259,17 +259,6 @@ fn absolute(base: &Path, path: &str) -> PathBuf {
     } else {
         base.join(p)
     }
-}
-
-/// `args:` as `key=value` words, in the file's order.
-pub fn key_values(args: &serde_yaml::Mapping) -> Vec<String> {
-    let scalar = |v: &Value| match v {
-        Value::String(s) => s.clone(),
-        other => serde_yaml::to_string(other).unwrap().trim_end().to_owned(),
-    };
-    args.iter()
-        .map(|(k, v)| format!("{}={}", scalar(k), scalar(v)))
-        .collect()
 }
 
 /// Runs the case's command once in `ws` and collects what kpt's runner compares.
@@ -414,7 +403,7 @@ pub fn compare(case: &TestCase, out: &Outcome) -> Result<(), String> {
     let actual = strip_lines(&out.results, &c.actual_strip_lines);
     if case.is_previous_layout() {
         let want: Value = serde_yaml::from_str(&expected_file(case, "results.yaml")).unwrap();
-        let got = results_of(&actual);
+        let got = crate::common::results_of(&actual);
         if got != want {
             return Err(format!(
                 "actual results don't match expected\nActual\n===\n{}",
@@ -437,24 +426,6 @@ pub fn compare(case: &TestCase, out: &Outcome) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// The results of every function in a kpt results file (`FunctionResultList`), in order.
-pub fn results_of(results_file: &str) -> Value {
-    let list: Value = serde_yaml::from_str(results_file).unwrap_or(Value::Null);
-    let all = list
-        .get("items")
-        .and_then(Value::as_sequence)
-        .into_iter()
-        .flatten()
-        .flat_map(|item| {
-            item.get("results")
-                .and_then(Value::as_sequence)
-                .cloned()
-                .unwrap_or_default()
-        })
-        .collect();
-    Value::Sequence(all)
 }
 
 /// True when `KPT_E2E_UPDATE_EXPECTED=true` (kpt's switch) or `UPDATE_EXPECTED=1` (this

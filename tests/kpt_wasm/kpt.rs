@@ -5,8 +5,8 @@ use std::path::Path;
 
 use serde_yaml::Value;
 
-use crate::common::examples::{examples, expected, results_from};
-use crate::common::{self, diff_and_commit, package_copy};
+use crate::common::examples::{TestCase, examples, key_values};
+use crate::common::{self, diff_and_commit, package_copy, results_from};
 use crate::{kpt_wasm, module, run_bounded, scratch};
 
 /// What one kpt run did, with what differs by design between the runtimes taken out.
@@ -44,7 +44,8 @@ enum How {
 
 /// Runs kpt on a copy of `example` with `function` (the exec binary or the module).
 fn kpt_run(how: &How, example: &Path, function: &Path, wasm: bool, tmp: &Path) -> KptRun {
-    let exp = expected(example);
+    let case = TestCase::load(example);
+    let args = key_values(&case.config.args);
     let (_guard, dir) = package_copy(example);
     let results = tmp.join("results");
     let _ = std::fs::remove_dir_all(&results);
@@ -56,7 +57,7 @@ fn kpt_run(how: &How, example: &Path, function: &Path, wasm: bool, tmp: &Path) -
                 .arg(&dir)
                 .arg("--exec")
                 .arg(function);
-            if exp.args.is_empty() {
+            if args.is_empty() {
                 cmd.arg("--fn-config").arg(dir.join("fn-config.yaml"));
             }
         }
@@ -79,8 +80,8 @@ fn kpt_run(how: &How, example: &Path, function: &Path, wasm: bool, tmp: &Path) -
     if wasm {
         cmd.arg("--allow-alpha-wasm");
     }
-    if matches!(how, How::Eval) && !exp.args.is_empty() {
-        cmd.arg("--").args(&exp.args);
+    if matches!(how, How::Eval) && !args.is_empty() {
+        cmd.arg("--").args(&args);
     }
     let run = run_bounded(&cmd, 300);
     let function = function.display().to_string();
@@ -142,7 +143,7 @@ fn every_example_through_kpt_wasm_matches_the_exec_binary() {
     let (mut changed, mut failed) = (0, 0);
     for example in &examples {
         let name = example.file_name().unwrap().to_string_lossy();
-        let exit_code = expected(example).exit_code;
+        let exit_code = TestCase::load(example).config.exit_code;
         for how in [How::Eval, How::Render] {
             let what = match how {
                 How::Eval => "eval",

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use crate::common::examples::expected;
+use crate::common::examples::{TestCase, key_values};
 use crate::common::{self, Run, diff_and_commit, package_copy, run_cmd, run_with_stdin};
 use crate::{kpt_wasm, module, run_bounded, scratch};
 
@@ -168,7 +168,7 @@ fn a_panic_fails_the_kpt_step_without_hanging() {
     .args(["--allow-alpha-wasm", "--exec"])
     .arg(module())
     .arg("--")
-    .args(expected(&example).args);
+    .args(key_values(&TestCase::load(&example).config.args));
     let run = run_bounded(&cmd, 120);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(run.stderr.contains("[FAIL]"), "{}", run.stderr);

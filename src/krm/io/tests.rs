@@ -1,6 +1,6 @@
 //! The one-pass reader: same values as a whole-document parse, spans that are proven (every
-//! proven span reads back alone as its item), and the inputs the blockers were found
-//! with.
+//! proven span reads back alone as its item), and the inputs that broke earlier readers
+//! (quoted scalars closing at column 0, aliases, hostile documents).
 
 use super::*;
 use crate::krm::result::KrmResult;

@@ -9,10 +9,11 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use serde_yaml::Value;
 
 use super::cilium::{IpPool, L2Policy, SVC_NAME_LABEL, SVC_NAMESPACE_LABEL, interface_from_regex};
-use super::inputs::{AboutService, Inventory, LbService, Pool};
+use super::inventory::{Advertisement, Inventory, Pool};
 use super::ipam::{CiliumBlock, parse_ip};
 use super::policies::advertised_pools;
 use super::selector::{self, Labels, Matcher, canonical};
+use super::service::{AboutService, LbService};
 use super::services::ServicePlan;
 use crate::krm::KrmResult;
 
@@ -83,7 +84,7 @@ fn metallb_admits(
 pub struct Proof<'a> {
     inv: &'a Inventory,
     /// MetalLB: which advertisements cover which pool.
-    covered: Vec<(BTreeSet<String>, &'a super::inputs::Advertisement)>,
+    covered: Vec<(BTreeSet<String>, &'a Advertisement)>,
     /// What each of `covered` announces.
     covered_ann: Vec<BTreeSet<Announcement>>,
     /// MetalLB's announcements by (pool, advertisements that apply to the Service).
@@ -137,7 +138,7 @@ impl<'a> Proof<'a> {
         policies: &'a [L2Policy],
     ) -> Self {
         let mut sink = Vec::new();
-        let covered: Vec<(BTreeSet<String>, &super::inputs::Advertisement)> = inv
+        let covered: Vec<(BTreeSet<String>, &Advertisement)> = inv
             .adverts
             .iter()
             .filter_map(|ad| {

@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use serde_yaml::{Mapping, Value};
 
 use super::config::{LoadBalancerAnnouncerSpec, Phase};
-use super::inputs::{AboutService, Inventory, MANAGED_BY};
+use super::inventory::{Inventory, MANAGED_BY};
 use super::report::{service_change, strip_orchestrator};
+use super::service::AboutService;
 use super::version::CiliumVersion;
 use super::{cilium, coverage, policies, services, translate, values, values_annotations};
 use crate::krm::annotations::is_orchestrator_annotation;
@@ -31,6 +32,9 @@ pub(super) struct Cutover<'a> {
     /// `(kind, name)` of every object generated in this run, to catch name collisions.
     pub(super) generated: std::collections::BTreeSet<(String, String)>,
     pub(super) results: Vec<KrmResult>,
+    /// Phase prepare found the speaker already stopped (a `phase-order` warning): the next step
+    /// is phase cutover, not stop-speaker.
+    pub(super) speaker_stopped_before: bool,
 }
 
 impl<'a> Cutover<'a> {
@@ -54,6 +58,7 @@ impl<'a> Cutover<'a> {
             added: Vec::new(),
             generated: std::collections::BTreeSet::new(),
             results: Vec::new(),
+            speaker_stopped_before: false,
         }
     }
 
@@ -229,20 +234,39 @@ impl<'a> Cutover<'a> {
         if self.phase == Phase::Cutover {
             self.remove_metallb();
             self.tag_step(mark, "removal", Some(false));
-        } else if self.phase == Phase::Prepare {
-            self.results.push(KrmResult::info(
-                "phase prepare: apply, check that every Service kept its IP and Cilium imported it \
-                 (IPAMRequestSatisfied), then run again with phase: stop-speaker",
-            ));
-            self.tag_step(mark, "next-step", Some(true));
         } else {
-            self.results.push(KrmResult::info(
-                "phase stop-speaker: apply, wait until no speaker pod runs, then apply phase: cutover at once \
-                 (nobody answers ARP in between)",
-            ));
+            let next = self.next_step();
+            self.results.push(KrmResult::info(next));
             self.tag_step(mark, "next-step", Some(true));
         }
         self.finish()
+    }
+
+    /// What the operator does after applying phase prepare or stop-speaker. When the phase was
+    /// run out of order (a `phase-order` warning) the usual next phase would be wrong: it says
+    /// what the warning says instead.
+    fn next_step(&self) -> String {
+        let phase = self.phase.as_str();
+        if super::generated_l2_policy(self.inv, self.items).is_some() {
+            format!(
+                "phase {phase} after phase cutover: Cilium already answers ARP, there is no next phase to run. \
+                 To stay on Cilium, run phase: cutover again; to hand the IPs back to MetalLB, revert the cutover \
+                 change and keep the speaker stopped until the policies are gone (see the runbook's rollback)"
+            )
+        } else if self.speaker_stopped_before {
+            "phase prepare with the MetalLB speaker already stopped: do not run phase stop-speaker next. \
+             Run again with phase: cutover and apply it now (nobody answers ARP until then), or revert the \
+             stop-speaker change to give MetalLB the IPs back"
+                .into()
+        } else if self.phase == Phase::Prepare {
+            "phase prepare: apply, check that every Service kept its IP and Cilium imported it \
+             (IPAMRequestSatisfied), then run again with phase: stop-speaker"
+                .into()
+        } else {
+            "phase stop-speaker: apply, wait until no speaker pod runs, then apply phase: cutover at once \
+             (nobody answers ARP in between)"
+                .into()
+        }
     }
 
     fn finish(self) -> Outcome {

@@ -5,7 +5,8 @@ use serde_yaml::Value;
 
 use super::config::Phase;
 use super::cutover::Cutover;
-use super::inputs::{self, Carrier, InstallKind};
+use super::inputs;
+use super::inventory::{Carrier, InstallKind};
 use super::values;
 use crate::krm::{KrmObject, KrmResult, Severity};
 
@@ -57,6 +58,7 @@ impl Cutover<'_> {
             && !self.plan_mode
             && let Some(&(index, _)) = bearing.iter().find(|(_, s)| *s == Some(true))
         {
+            self.speaker_stopped_before = true;
             self.results.push(
                 KrmResult::warning(
                     "phase prepare, but the MetalLB speaker is already stopped here (phase stop-speaker was applied): \

@@ -1,10 +1,10 @@
 //! Load-balancer announcer cutover mode (`LoadBalancerAnnouncer`): MetalLB L2 → Cilium LB-IPAM +
 //! L2 announcements without losing a Service IP and without both answering ARP at once.
 //!
-//! Flow (kpt catalog style): read the items (`inputs`) → translate pools and advertisements
-//! (`translate`) and Services (`services`) → edit Helm values (`values`) → prove coverage
-//! (`coverage`) → emit the edits of the selected phase, or (announcer `metallb`) report them as
-//! a plan without changing anything.
+//! Flow (kpt catalog style): read the items (`inputs`) into the `inventory` → translate pools
+//! and advertisements (`translate`) and Services (`services`) → edit Helm values (`values`) →
+//! prove coverage (`coverage`) → emit the edits of the selected phase, or (announcer `metallb`)
+//! report them as a plan without changing anything.
 
 mod cilium;
 mod config;
@@ -13,6 +13,7 @@ mod cutover;
 mod helm;
 mod inputs;
 mod install;
+mod inventory;
 mod ipam;
 mod metallb;
 mod policies;
@@ -35,7 +36,7 @@ use serde_yaml::Value;
 use super::Ran;
 use crate::krm::{KrmObject, KrmResult, Outcome, Severity};
 use cutover::Cutover;
-use inputs::Inventory;
+use inventory::Inventory;
 use report::as_plan;
 
 /// Runs the mode.
@@ -135,13 +136,22 @@ fn run_inventory(
     outcome
 }
 
+/// The first CiliumL2AnnouncementPolicy cutover generated among the items (phase `cutover` was
+/// applied), by item index.
+fn generated_l2_policy(inv: &Inventory, items: &[Value]) -> Option<usize> {
+    inv.cilium_objects
+        .iter()
+        .find(|((kind, _), index)| {
+            kind == "CiliumL2AnnouncementPolicy"
+                && items[**index].label(inventory::MANAGED_BY.0) == Some(inventory::MANAGED_BY.1)
+        })
+        .map(|(_, &index)| index)
+}
+
 /// Warning for an earlier phase run on the output of phase `cutover`: the L2 policies cutover
 /// generated are among the items.
 fn after_cutover(phase: Phase, inv: &Inventory, items: &[Value]) -> Option<KrmResult> {
-    let (_, &index) = inv.cilium_objects.iter().find(|((kind, _), index)| {
-        kind == "CiliumL2AnnouncementPolicy"
-            && items[**index].label(inputs::MANAGED_BY.0) == Some(inputs::MANAGED_BY.1)
-    })?;
+    let index = generated_l2_policy(inv, items)?;
     Some(
         KrmResult::warning(format!(
             "phase {} after phase cutover: the CiliumL2AnnouncementPolicies cutover generated are among the items, \

@@ -7,7 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_yaml::Value;
 
 use super::cilium::{L2Policy, L2PolicySpec, interface_regex};
-use super::inputs::{Inventory, Pool};
+use super::inventory::{Advertisement, Inventory, Pool};
 use super::selector::{self, key_in, key_not_in};
 use super::translate::{Generated, Translated, meta};
 use crate::krm::KrmResult;
@@ -159,7 +159,7 @@ pub fn policies(
 
 /// Names of the pools an advertisement covers (`None` after an error).
 pub fn advertised_pools(
-    ad: &super::inputs::Advertisement,
+    ad: &Advertisement,
     inv: &Inventory,
     item: &Value,
     results: &mut Vec<KrmResult>,

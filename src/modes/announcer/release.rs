@@ -5,7 +5,7 @@ use serde_yaml::Value;
 
 use super::cutover::Cutover;
 use super::helm::{self, get_path};
-use super::inputs::{Carrier, CiliumRelease};
+use super::inventory::{Carrier, CiliumRelease};
 use super::metallb::generated_release;
 use super::values;
 use super::version::CiliumVersion;

@@ -74,7 +74,7 @@ pub(super) fn plan_lines(outcome: &Outcome) -> Vec<String> {
 
 /// Info result describing a Service rewrite (`ops`, from [`super::services::patch`]): the keys
 /// added, changed and removed. `old` holds the Service's labels and annotations (see
-/// [`super::inputs::LbService::meta`]); the caller names the Service.
+/// [`super::service::LbService::meta`]); the caller names the Service.
 pub(super) fn service_change(
     old: &Value,
     ops: &[PatchOp],

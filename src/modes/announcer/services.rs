@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use serde_yaml::{Mapping, Value};
 
 use super::config::Phase;
-use super::inputs::{AboutService, Inventory, LbService, METALLB_CLASS};
+use super::inventory::{Inventory, METALLB_CLASS};
 use super::ipam::parse_ip;
+use super::service::{AboutService, LbService};
 use super::sharing;
 use super::version::CiliumVersion;
 use crate::krm::{KrmResult, PatchOp};
@@ -148,7 +149,7 @@ pub fn plan(
 ) -> Vec<ServicePlan> {
     let keys = CiliumKeys::for_version(version);
     let mut plans = Vec::with_capacity(inv.services.len());
-    let pools: BTreeMap<&str, &super::inputs::Pool> =
+    let pools: BTreeMap<&str, &super::inventory::Pool> =
         inv.pools.iter().map(|p| (p.name.as_str(), p)).collect();
     for (si, svc) in inv.services.iter().enumerate() {
         if !served_by_metallb(svc) {

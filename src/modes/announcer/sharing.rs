@@ -10,8 +10,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::inputs::{AboutService, Inventory, LbService};
+use super::inventory::Inventory;
 use super::service::Protocol;
+use super::service::{AboutService, LbService};
 use super::services::{CiliumKeys, PERMIT_DIFFERENT_PODS, ServicePlan};
 use super::version::CiliumVersion;
 use crate::krm::KrmResult;

@@ -7,7 +7,7 @@ use super::cilium::{IpPool, L2Policy};
 use super::selector::key_in;
 use super::services::{self, ServicePlan};
 use super::version::CiliumVersion;
-use super::{Phase, coverage, inputs, policies, translate};
+use super::{Phase, coverage, inputs, inventory, policies, translate};
 use crate::krm::{KrmResult, Severity};
 
 const ITEMS: &str = "
@@ -41,7 +41,7 @@ const LABEL: &str = "cutover.dev/address-pool";
 
 struct Fixture {
     items: Vec<Value>,
-    inv: inputs::Inventory,
+    inv: inventory::Inventory,
     plans: Vec<ServicePlan>,
     pools: Vec<IpPool>,
     policies: Vec<L2Policy>,

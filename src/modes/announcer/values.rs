@@ -4,8 +4,9 @@
 use serde_yaml::{Mapping, Value};
 
 use super::helm::{self, get_path, mapping_at, path};
-use super::inputs::{CiliumRelease, Install, InstallKind, SPEAKER_OFF, at};
+use super::inputs::at;
 use super::install::COZYSTACK_KUBEOVN_DEVICES;
+use super::inventory::{CiliumRelease, Install, InstallKind, SPEAKER_OFF};
 use super::sharing::PROTOCOL_DIFFERENTIATION_VALUE;
 use super::version::CiliumVersion;
 use crate::krm::KrmResult;
@@ -187,7 +188,7 @@ pub fn cilium(
     let scoped = effective_cilium_values(item, release);
     let own_values_from = matches!(
         release.carrier,
-        super::inputs::Carrier::HelmRelease { generated_by: None }
+        super::inventory::Carrier::HelmRelease { generated_by: None }
     );
     // cozystack's `cozystack-values` Secret holds cluster-wide settings, no chart values.
     let inspected_elsewhere = at(item, &["spec", "valuesFrom"])
@@ -336,8 +337,8 @@ pub fn device_covers(device: &str, iface: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::inputs::Carrier;
     use super::super::install::{Chart, HelmValues, ValuesAt};
+    use super::super::inventory::Carrier;
     use super::*;
 
     #[test]

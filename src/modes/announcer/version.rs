@@ -81,7 +81,8 @@ impl CiliumVersion {
     }
 
     /// 1.19.0 and 1.19.1 carry L2/LB-IPAM regressions on the upgrade path (cilium/cilium#44222,
-    /// #44221, #44430). `Some(false)` = known good, `None` = `1.19` without a patch number.
+    /// cilium/cilium#44221, cilium/cilium#44430). `Some(false)` = known good, `None` = `1.19`
+    /// without a patch number.
     pub fn is_broken_for_l2(&self) -> Option<bool> {
         if (self.major, self.minor) != (1, 19) {
             return Some(false);
