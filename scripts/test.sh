@@ -26,9 +26,9 @@ cargo build --target wasm32-wasip1 --release -p cutover --bin cutover
 # The module for kpt's own WebAssembly runtime (its own profile, see Cargo.toml), run through
 # node and kpt by tests/kpt_wasm/.
 cargo build --target wasm32-unknown-unknown --profile kpt-wasm -p cutover-kpt-wasm
-cargo test -p cutover --features bench-tools
+cargo test --no-fail-fast -p cutover --features bench-tools
 # Host tests in release only: this also builds target/release/cutover-wasm, with the same
 # features as the tests (the `wat` dev-dependency changes wasmtime's), so wasmtime is compiled
 # once, not again in debug or for a separate `cargo build`. Not `cargo test --workspace`, which
 # would build wasmtime in debug too.
-cargo test --release -p cutover-wasm
+cargo test --no-fail-fast --release -p cutover-wasm
