@@ -118,6 +118,11 @@ impl<'a> Cutover<'a> {
             &mut tr,
             &mut self.results,
         );
+        if tr.too_large {
+            // The translation stopped at its size bound (see translate::MAX_SELECTOR_POOL_NAMES):
+            // nothing to prove or emit.
+            return self.finish();
+        }
         self.ipv6(&version);
         let plans = services::plan(self.inv, &version, &mut self.results);
         self.cilium_values(&version, plans.len());
@@ -471,12 +476,13 @@ impl<'a> Cutover<'a> {
     /// does from 1.19 (cilium/cilium#39648), so below that the IPv6 addresses would go dark.
     fn ipv6(&mut self, version: &CiliumVersion) {
         let mut sink = Vec::new();
+        let known = policies::pool_names(self.inv);
         let advertised: std::collections::BTreeSet<String> = self
             .inv
             .adverts
             .iter()
             .filter_map(|ad| {
-                policies::advertised_pools(ad, self.inv, &self.items[ad.index], &mut sink)
+                policies::advertised_pools(ad, self.inv, &known, &self.items[ad.index], &mut sink)
             })
             .flatten()
             .collect();
