@@ -21,15 +21,16 @@
 
 mod fuzz;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use fuzz::bases::{self, Base};
+use fuzz::bounds::{
+    CASE, CURRENT_INPUT, Counting, HELD, MEASURING, PEAK, RUNNING, STARTED_MS, now_ms, quiesce,
+    start_watchdog, time_limit,
+};
 use fuzz::check::{self, Failure, Finding};
 use fuzz::mutate::{self, Mutation};
 use fuzz::style;
@@ -41,163 +42,10 @@ const DEFAULT_CASES: usize = 300;
 /// Memory bound per case: peak bytes held ≤ this × input bytes + [`MEMORY_FIXED`].
 const MEMORY_PER_INPUT_BYTE: usize = 16;
 const MEMORY_FIXED: usize = 64 << 20;
-/// No allocation past this many bytes held: the process aborts (see [`Counting`]).
-const MEMORY_CAP: usize = 3 << 29;
 
-// ---------------------------------------------------------------------------------------------
-// Memory: a counting allocator.
-
-/// The system allocator, counting bytes held and their peak, refusing past [`MEMORY_CAP`].
-struct Counting;
-
-static HELD: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-/// The case running (for the message when the cap is hit).
-static CASE: AtomicUsize = AtomicUsize::new(usize::MAX);
-
-impl Counting {
-    fn grow(size: usize) -> bool {
-        let held = HELD.fetch_add(size, Ordering::Relaxed) + size;
-        if held > MEMORY_CAP {
-            HELD.fetch_sub(size, Ordering::Relaxed);
-            cap_hit();
-            return false;
-        }
-        PEAK.fetch_max(held, Ordering::Relaxed);
-        true
-    }
-}
-
-/// Says which case hit the cap, without allocating (the allocator is refusing).
-fn cap_hit() {
-    let mut buf = [0u8; 96];
-    let msg = b"fuzz_mutation: memory cap hit by case ";
-    buf[..msg.len()].copy_from_slice(msg);
-    let mut n = CASE.load(Ordering::Relaxed);
-    let mut digits = [0u8; 20];
-    let mut len = 0;
-    loop {
-        digits[len] = b'0' + (n % 10) as u8;
-        len += 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for i in 0..len {
-        buf[msg.len() + i] = digits[len - 1 - i];
-    }
-    buf[msg.len() + len] = b'\n';
-    let _ = std::io::stderr().write_all(&buf[..msg.len() + len + 1]);
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if !Counting::grow(layout.size()) {
-            return std::ptr::null_mut();
-        }
-        let p = unsafe { System.alloc(layout) };
-        if p.is_null() {
-            HELD.fetch_sub(layout.size(), Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(p, layout) };
-        HELD.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if new_size > layout.size() && !Counting::grow(new_size - layout.size()) {
-            return std::ptr::null_mut();
-        }
-        let q = unsafe { System.realloc(p, layout, new_size) };
-        if q.is_null() {
-            if new_size > layout.size() {
-                HELD.fetch_sub(new_size - layout.size(), Ordering::Relaxed);
-            }
-        } else if new_size < layout.size() {
-            HELD.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
-        }
-        q
-    }
-}
-
+/// Every allocation of this test binary is counted (see `fuzz::bounds`).
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
-
-/// Waits (briefly) until memory freed in the background by the previous run is gone, so the
-/// next run's peak is its own.
-/// (The function frees its garbage on a helper thread after it returns.)
-fn quiesce() {
-    let mut last = HELD.load(Ordering::Relaxed);
-    let mut stable = 0;
-    for _ in 0..200 {
-        std::thread::sleep(Duration::from_micros(100));
-        let now = HELD.load(Ordering::Relaxed);
-        stable = if now == last { stable + 1 } else { 0 };
-        if stable == 2 {
-            return;
-        }
-        last = now;
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Time: a watchdog for hangs.
-
-static STARTED_MS: AtomicU64 = AtomicU64::new(0);
-static RUNNING: AtomicBool = AtomicBool::new(false);
-static CURRENT_INPUT: Mutex<Vec<u8>> = Mutex::new(Vec::new());
-
-fn now_ms() -> u64 {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    EPOCH.get_or_init(Instant::now).elapsed().as_millis() as u64
-}
-
-/// Aborts the process (after saving the input) when one case runs past `FUZZ_HANG_SECS`
-/// (default 10 × the time limit).
-fn start_watchdog(limit: Duration) {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let hang = std::env::var("FUZZ_HANG_SECS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .map_or(limit * 10, Duration::from_secs);
-        std::thread::spawn(move || {
-            loop {
-                std::thread::sleep(Duration::from_millis(500));
-                if RUNNING.load(Ordering::SeqCst)
-                    && now_ms() - STARTED_MS.load(Ordering::SeqCst) > hang.as_millis() as u64
-                {
-                    let path = fuzz::failure_dir().join("mutation-hang.yaml");
-                    if let Ok(input) = CURRENT_INPUT.try_lock() {
-                        let _ = std::fs::write(&path, &*input);
-                    }
-                    eprintln!(
-                        "fuzz_mutation: case {} runs for more than {hang:?}: input in {}; aborting",
-                        CASE.load(Ordering::SeqCst),
-                        path.display()
-                    );
-                    std::process::abort();
-                }
-            }
-        });
-    });
-}
-
-fn time_limit() -> Duration {
-    let default = if cfg!(debug_assertions) {
-        60_000
-    } else {
-        2_000
-    };
-    Duration::from_millis(
-        std::env::var("FUZZ_TIME_LIMIT_MS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(default),
-    )
-}
 
 // ---------------------------------------------------------------------------------------------
 // One case.
@@ -210,6 +58,7 @@ struct Cost {
 
 /// Runs the function on `input` under the contract and the bounds.
 fn run_case(input: &[u8], limit: Duration) -> (Result<(), Finding>, Cost) {
+    let _one = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
     quiesce();
     if input.len() > 4 << 20 {
         *CURRENT_INPUT.lock().unwrap() = input.to_vec();
@@ -253,52 +102,11 @@ fn run_case(input: &[u8], limit: Duration) -> (Result<(), Finding>, Cost) {
     (verdict, cost)
 }
 
-/// Removes chunks of lines (then of bytes) while the same kind of failure remains.
+/// Removes lines, then bytes, while the same kind of failure remains.
 fn minimise(input: &[u8], kind: &Failure, limit: Duration) -> Vec<u8> {
-    let fails =
+    let mut fails =
         |candidate: &[u8]| matches!(run_case(candidate, limit).0, Err(f) if &f.failure == kind);
-    let mut best = input.to_vec();
-    for unit_is_line in [true, false] {
-        let mut chunk = best.len() / 2;
-        while chunk >= 1 {
-            let mut at = 0;
-            while at < best.len() {
-                let end = if unit_is_line {
-                    // `chunk` lines from `at` (at a line start).
-                    let mut e = at;
-                    for _ in 0..chunk.max(1) {
-                        match best[e..].iter().position(|&b| b == b'\n') {
-                            Some(p) => e += p + 1,
-                            None => {
-                                e = best.len();
-                                break;
-                            }
-                        }
-                    }
-                    e
-                } else {
-                    (at + chunk).min(best.len())
-                };
-                let mut candidate = best[..at].to_vec();
-                candidate.extend_from_slice(&best[end..]);
-                if candidate.len() < best.len() && fails(&candidate) {
-                    best = candidate;
-                } else if unit_is_line {
-                    at = best[at..]
-                        .iter()
-                        .position(|&b| b == b'\n')
-                        .map_or(best.len(), |p| at + p + 1);
-                } else {
-                    at = end;
-                }
-            }
-            chunk /= 2;
-            if best.len() > 200_000 && !unit_is_line {
-                break;
-            }
-        }
-    }
-    best
+    fuzz::shrink::bytes(input, &mut fails)
 }
 
 /// `FUZZ_MUTATIONS=A,B` restricts `allowed` to those families.
@@ -387,9 +195,13 @@ fn fuzz_mutations(allowed: Vec<Mutation>) {
                 mutated.applied
             );
         }
-        worst_ratio = worst_ratio.max(cost.peak as f64 / mutated.bytes.len().max(1) as f64);
+        if mutated.bytes.len() >= 64 << 10 {
+            worst_ratio = worst_ratio.max(cost.peak as f64 / mutated.bytes.len() as f64);
+        }
         if let Err(finding) = verdict {
-            let minimal = if std::env::var_os("FUZZ_NO_SHRINK").is_some() {
+            // Only the first failure of each kind is minimised (a long run may find many).
+            let seen = failures.contains_key(&finding.failure);
+            let minimal = if seen || std::env::var_os("FUZZ_NO_SHRINK").is_some() {
                 mutated.bytes.clone()
             } else {
                 minimise(&mutated.bytes, &finding.failure, limit)
@@ -402,10 +214,10 @@ fn fuzz_mutations(allowed: Vec<Mutation>) {
                 case + 1,
                 s.base.name,
                 mutated.applied,
-                truncate(&finding.detail, 3_000),
+                fuzz::truncate(&finding.detail, 3_000),
                 minimal.len(),
                 path.display(),
-                truncate(&String::from_utf8_lossy(&minimal), 3_000)
+                fuzz::truncate(&String::from_utf8_lossy(&minimal), 3_000)
             );
             if !keep_going {
                 panic!("{report}");
@@ -415,16 +227,16 @@ fn fuzz_mutations(allowed: Vec<Mutation>) {
         }
         if (case + 1) % 10_000 == 0 {
             eprintln!(
-                "fuzz_mutation: {} cases, {:.0} s, slowest {slowest:?}, peak up to {worst_ratio:.1} x input, failures {failures:?}",
+                "fuzz_mutation: {} cases, {:.0} s, slowest {slowest:?}, peak up to {worst_ratio:.1} x input (64 KiB+), failures {failures:?}",
                 case + 1,
                 start.elapsed().as_secs_f64()
             );
         }
     }
     eprintln!(
-        "fuzz_mutation: seed {seed:#x}, {cases} cases in {:.1} s, slowest case {slowest:?}, peak memory up to {worst_ratio:.1} x input (+ fixed part), failures {failures:?}\nslowest: {}",
+        "fuzz_mutation: seed {seed:#x}, {cases} cases in {:.1} s, slowest case {slowest:?}, peak memory up to {worst_ratio:.1} x input (inputs of 64 KiB and more), failures {failures:?}\nslowest: {}",
         start.elapsed().as_secs_f64(),
-        truncate(&slowest_case, 500)
+        fuzz::truncate(&slowest_case, 500)
     );
     assert!(failures.is_empty(), "failures: {failures:?}");
 }
@@ -490,7 +302,7 @@ fn regressions_stay_fixed() {
             (Err(f), false) => unexpected.push(format!(
                 "{name}: {:?}: {}",
                 f.failure,
-                truncate(&f.detail, 500)
+                fuzz::truncate(&f.detail, 500)
             )),
             (Ok(()), true) => unexpected.push(format!(
                 "{name} keeps the contract now: remove it from known::REGRESSIONS"
@@ -498,15 +310,4 @@ fn regressions_stay_fixed() {
         }
     }
     assert!(unexpected.is_empty(), "{}", unexpected.join("\n"));
-}
-
-fn truncate(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_owned();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}\n[... {} more bytes]", &s[..end], s.len() - end)
 }

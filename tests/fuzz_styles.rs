@@ -81,7 +81,7 @@ fn style_regressions_stay_fixed() {
             (Err(f), false) => unexpected.push(format!(
                 "{file}: {:?}: {}",
                 f.failure,
-                truncate(&f.detail, 500)
+                fuzz::truncate(&f.detail, 500)
             )),
             (Ok(()), true) => unexpected.push(format!(
                 "{file} gives the plain output now: remove it from fuzz/known.rs REGRESSIONS"
@@ -127,6 +127,7 @@ fn fuzz_styles(features: &Features) {
     let keep_going = std::env::var_os("FUZZ_KEEP_GOING").is_some();
     let start = Instant::now();
     let mut failures: BTreeMap<Failure, (usize, String)> = BTreeMap::new();
+    let mut failed_cases = 0usize;
     let mut reference: Option<Reference> = None;
     for case in 0..cases {
         if case % VARIANTS == 0 {
@@ -141,6 +142,7 @@ fn fuzz_styles(features: &Features) {
                     }
                     eprintln!("{report}");
                     failures.entry(finding.failure).or_insert((case, report));
+                    failed_cases += 1;
                     reference = None;
                 }
             }
@@ -148,7 +150,9 @@ fn fuzz_styles(features: &Features) {
         let Some(r) = &reference else { continue };
         let style_seed = Rng::fork(seed, case as u64).next();
         if let Err(finding) = check_case(r, style_seed, &features, &HashSet::new()) {
-            let (doc, forced, finding) = if std::env::var_os("FUZZ_NO_SHRINK").is_some() {
+            // Only the first failure of each kind is minimised (a long run may find many).
+            let seen = failures.contains_key(&finding.failure);
+            let (doc, forced, finding) = if seen || std::env::var_os("FUZZ_NO_SHRINK").is_some() {
                 (r.base.doc.clone(), HashSet::new(), finding)
             } else {
                 shrink(r, style_seed, &features, finding)
@@ -163,10 +167,11 @@ fn fuzz_styles(features: &Features) {
             }
             eprintln!("{report}");
             failures.entry(finding.failure).or_insert((case, report));
+            failed_cases += 1;
         }
         if (case + 1) % 10_000 == 0 {
             eprintln!(
-                "fuzz_styles: {} cases, {:.0} s, {} failing classes",
+                "fuzz_styles: {} cases, {:.0} s, {failed_cases} failed in {} classes",
                 case + 1,
                 start.elapsed().as_secs_f64(),
                 failures.len()
@@ -174,7 +179,7 @@ fn fuzz_styles(features: &Features) {
         }
     }
     eprintln!(
-        "fuzz_styles: seed {seed:#x}, {cases} cases in {:.1} s, {} failing classes",
+        "fuzz_styles: seed {seed:#x}, {cases} cases in {:.1} s, {failed_cases} failed in {} classes",
         start.elapsed().as_secs_f64(),
         failures.len()
     );
@@ -365,121 +370,28 @@ fn same_as_plain(
     Ok(())
 }
 
-/// Minimises a failing case: drops items, then mapping entries, then undoes style choices one
-/// at a time, keeping each step while the same kind of failure remains.
+/// Minimises a failing case (see `fuzz::shrink::document`).
 fn shrink(
     r: &Reference,
     style_seed: u64,
     features: &Features,
     finding: Finding,
 ) -> (Value, HashSet<usize>, Finding) {
-    const BUDGET: usize = 4_000;
-    let mut attempts = 0;
     let kind = finding.failure.clone();
-    let mut best = (r.base.doc.clone(), HashSet::new(), finding);
-    let still = |doc: &Value, forced: &HashSet<usize>, attempts: &mut usize| {
-        *attempts += 1;
-        match check_doc(doc, r, style_seed, features, forced) {
-            Err(f) if f.failure == kind => Some(f),
-            _ => None,
-        }
+    let mut still = |doc: &Value, forced: &HashSet<usize>| match check_doc(
+        doc, r, style_seed, features, forced,
+    ) {
+        Err(f) if f.failure == kind => Some(f),
+        _ => None,
     };
-    // Items, from the last.
-    let n = best.0["items"].as_sequence().map_or(0, Vec::len);
-    for i in (0..n).rev() {
-        if attempts >= BUDGET {
-            break;
-        }
-        let mut doc = best.0.clone();
-        doc["items"].as_sequence_mut().unwrap().remove(i);
-        if let Some(f) = still(&doc, &best.1, &mut attempts) {
-            best = (doc, best.1, f);
-        }
-    }
-    // Mapping entries inside the items, outermost first.
-    let mut path_index = 0;
-    loop {
-        if attempts >= BUDGET {
-            break;
-        }
-        let paths = entry_paths(&best.0["items"]);
-        let Some(path) = paths.get(path_index) else {
-            break;
-        };
-        let mut doc = best.0.clone();
-        remove_path(&mut doc["items"], path);
-        match still(&doc, &best.1, &mut attempts) {
-            Some(f) => best = (doc, best.1, f),
-            None => path_index += 1,
-        }
-    }
-    // Style choices.
-    loop {
-        let styled = style::write(&best.0, style_seed, features, &best.1);
-        let mut progressed = false;
-        for (id, _) in styled.choices {
-            if attempts >= BUDGET {
-                break;
-            }
-            let mut forced = best.1.clone();
-            forced.insert(id);
-            if let Some(f) = still(&best.0, &forced, &mut attempts) {
-                best = (best.0, forced, f);
-                progressed = true;
-                break;
-            }
-        }
-        if !progressed || attempts >= BUDGET {
-            break;
-        }
-    }
-    best
-}
-
-/// Paths (sequence indices and mapping keys) of every mapping entry under `v`, outermost first.
-fn entry_paths(v: &Value) -> Vec<Vec<Value>> {
-    let mut out = Vec::new();
-    let mut queue = vec![(Vec::new(), v)];
-    while !queue.is_empty() {
-        let mut next = Vec::new();
-        for (path, node) in queue {
-            match node {
-                Value::Mapping(m) => {
-                    for (k, x) in m {
-                        let mut p = path.clone();
-                        p.push(k.clone());
-                        out.push(p.clone());
-                        next.push((p, x));
-                    }
-                }
-                Value::Sequence(s) => {
-                    for (i, x) in s.iter().enumerate() {
-                        let mut p = path.clone();
-                        p.push(Value::from(i as u64));
-                        next.push((p, x));
-                    }
-                }
-                _ => {}
-            }
-        }
-        queue = next;
-    }
-    out
-}
-
-fn remove_path(v: &mut Value, path: &[Value]) {
-    let (last, parents) = path.split_last().unwrap();
-    let mut node = v;
-    for step in parents {
-        node = match (node, step) {
-            (Value::Sequence(s), Value::Number(n)) => &mut s[n.as_u64().unwrap() as usize],
-            (Value::Mapping(m), k) => m.get_mut(k).unwrap(),
-            _ => unreachable!("paths come from entry_paths"),
-        };
-    }
-    if let Value::Mapping(m) = node {
-        m.shift_remove(last);
-    }
+    let choices = |doc: &Value, forced: &HashSet<usize>| {
+        style::write(doc, style_seed, features, forced)
+            .choices
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect()
+    };
+    fuzz::shrink::document(&r.base.doc, finding, &mut still, &choices)
 }
 
 /// `tests/fuzz-regressions/styles/`: restyled/plain pairs that `style_regressions_stay_fixed`
@@ -504,7 +416,7 @@ fn report(seed: u64, case: usize, base: &Base, input: Option<&str>, finding: &Fi
         finding.failure,
         case + 1,
         base.name,
-        truncate(&finding.detail, 6_000)
+        fuzz::truncate(&finding.detail, 6_000)
     );
     if let Some(input) = input {
         let path = fuzz::failure_dir().join(format!("styles-{seed:x}-{case}.yaml"));
@@ -512,21 +424,10 @@ fn report(seed: u64, case: usize, base: &Base, input: Option<&str>, finding: &Fi
         text.push_str(&format!(
             "--- minimised input ({}) ---\n{}",
             path.display(),
-            truncate(input, 6_000)
+            fuzz::truncate(input, 6_000)
         ));
     }
     text
-}
-
-fn truncate(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_owned();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}\n[... {} more bytes]", &s[..end], s.len() - end)
 }
 
 /// A restyled document that does not read back as the document: a bug of the style writer,

@@ -8,9 +8,11 @@
 #![allow(dead_code)] // each suite uses a different subset
 
 pub mod bases;
+pub mod bounds;
 pub mod check;
 pub mod known;
 pub mod mutate;
+pub mod shrink;
 pub mod style;
 
 /// SplitMix64: tiny, seedable, the same on every platform.
@@ -78,4 +80,16 @@ pub fn failure_dir() -> std::path::PathBuf {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/fuzz-failures");
     std::fs::create_dir_all(&dir).expect("create target/fuzz-failures");
     dir
+}
+
+/// `s` cut to about `max` bytes (at a character boundary), saying how much was left out.
+pub fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}\n[... {} more bytes]", &s[..end], s.len() - end)
 }
