@@ -20,6 +20,11 @@ export CUTOVER_CONTAINER_TESTS=1
 
 # WASI module (issue 6): the module the host tests run, in parity with the native binary above.
 cargo build --target wasm32-wasip1 --release -p cutover --bin cutover
+# Includes the fuzz suites (tests/fuzz_styles.rs, tests/fuzz_mutation.rs, their regression
+# replays) with their fixed seeds and default case counts: FUZZ_* variables are for long runs
+# only (docs/reliability.md).
+unset FUZZ_CASES FUZZ_SEED FUZZ_FEATURES FUZZ_MUTATIONS FUZZ_KEEP_GOING FUZZ_NO_SHRINK \
+    FUZZ_SAVE_REGRESSION FUZZ_TIME_LIMIT_MS FUZZ_HANG_SECS
 cargo test -p cutover
 # Host tests in release only: this also builds target/release/cutover-wasm, with the same
 # features as the tests (the `wat` dev-dependency changes wasmtime's), so wasmtime is compiled

@@ -135,7 +135,8 @@ fn fuzz_styles(features: &Features) {
             let base = pick_base(&mut rng, &features);
             match make_reference(base) {
                 Ok(r) => reference = Some(r),
-                Err((base, finding)) => {
+                Err(failed) => {
+                    let (base, finding) = *failed;
                     let report = report(seed, case, &base, None, &finding);
                     if !keep_going {
                         panic!("{report}");
@@ -206,7 +207,7 @@ fn pick_base(rng: &mut Rng, features: &Features) -> Base {
 }
 
 /// Runs the plain writing of `base` (and its JSON form, which must agree).
-fn make_reference(base: Base) -> Result<Reference, (Base, Finding)> {
+fn make_reference(base: Base) -> Result<Reference, Box<(Base, Finding)>> {
     let plain = style::plain(&base.doc);
     let back: Value = serde_yaml::from_str(&plain).expect("plain writing parses");
     assert!(
@@ -217,13 +218,13 @@ fn make_reference(base: Base) -> Result<Reference, (Base, Finding)> {
     let run = check::run(plain.as_bytes());
     let out = match check::contract(&run) {
         Ok(out) => out,
-        Err(f) => return Err((base, f)),
+        Err(f) => return Err(Box::new((base, f))),
     };
     let json = serde_json::to_string(&base.doc).expect("JSON");
     let json_run = check::run(json.as_bytes());
     let json_out = match check::contract(&json_run) {
         Ok(out) => out,
-        Err(f) => return Err((base, f)),
+        Err(f) => return Err(Box::new((base, f))),
     };
     let agree = match (&out, &json_out) {
         (Some(a), Some(b)) => check::compare_outputs(&check::merged(b), &check::merged(a), true),
@@ -245,7 +246,7 @@ fn make_reference(base: Base) -> Result<Reference, (Base, Finding)> {
     });
     if let Err(mut f) = agree {
         f.detail = format!("the JSON form of the plain document: {}", f.detail);
-        return Err((base, f));
+        return Err(Box::new((base, f)));
     }
     Ok(Reference {
         exit_code: run.out.exit_code,

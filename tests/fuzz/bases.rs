@@ -339,7 +339,8 @@ pub fn long_words(rng: &mut Rng, len: usize) -> String {
         if !s.is_empty() {
             s.push(' ');
         }
-        s.push_str(*rng.pick(WORDS));
+        let word = WORDS[rng.below(WORDS.len())];
+        s.push_str(word);
     }
     s
 }
@@ -358,7 +359,7 @@ fn random_value(items: &[Value], rng: &mut Rng) -> Option<Value> {
             None => break,
         }
     }
-    let small = serde_yaml::to_string(node).map_or(false, |t| t.len() < 400);
+    let small = serde_yaml::to_string(node).is_ok_and(|t| t.len() < 400);
     small.then(|| node.clone())
 }
 
