@@ -19,6 +19,7 @@
 //! `target/fuzz-failures/`); minimised inputs worth keeping are committed to
 //! `tests/fuzz-regressions/`, which `regressions_stay_fixed` replays.
 
+mod common;
 mod fuzz;
 
 use std::collections::BTreeMap;
@@ -296,18 +297,7 @@ fn regressions_stay_fixed() {
         let input = std::fs::read(dir.join(name)).unwrap();
         // No time limit here: speed is for benchmarks; a hang still trips the watchdog.
         let (verdict, _) = run_case(&input, Duration::MAX);
-        let known = known::REGRESSIONS.contains(&format!("mutation/{name}").as_str());
-        match (verdict, known) {
-            (Ok(()), false) | (Err(_), true) => {}
-            (Err(f), false) => unexpected.push(format!(
-                "{name}: {:?}: {}",
-                f.failure,
-                fuzz::truncate(&f.detail, 500)
-            )),
-            (Ok(()), true) => unexpected.push(format!(
-                "{name} keeps the contract now: remove it from known::REGRESSIONS"
-            )),
-        }
+        unexpected.extend(known::unexpected(&format!("mutation/{name}"), verdict));
     }
     assert!(unexpected.is_empty(), "{}", unexpected.join("\n"));
 }

@@ -20,6 +20,7 @@
 //! report failing cases as they are). A failure prints the
 //! seed, the case and a minimised input (also written to `target/fuzz-failures/`).
 
+mod common;
 mod fuzz;
 
 use std::collections::{BTreeMap, HashSet};
@@ -75,18 +76,10 @@ fn style_regressions_stay_fixed() {
         let reference = check::run(&plain);
         let want = check::contract(&reference).expect("the plain writing keeps the contract");
         let verdict = same_as_plain(&styled, false, &want, reference.out.exit_code);
-        let file = format!("styles/{name}.styled.yaml");
-        match (verdict, known::REGRESSIONS.contains(&file.as_str())) {
-            (Ok(()), false) | (Err(_), true) => {}
-            (Err(f), false) => unexpected.push(format!(
-                "{file}: {:?}: {}",
-                f.failure,
-                fuzz::truncate(&f.detail, 500)
-            )),
-            (Ok(()), true) => unexpected.push(format!(
-                "{file} gives the plain output now: remove it from fuzz/known.rs REGRESSIONS"
-            )),
-        }
+        unexpected.extend(known::unexpected(
+            &format!("styles/{name}.styled.yaml"),
+            verdict,
+        ));
     }
     assert!(unexpected.is_empty(), "{}", unexpected.join("\n"));
 }

@@ -165,7 +165,7 @@ fn capture_examples() -> Vec<Base> {
             continue;
         }
         let copy = tmp.path().join(dir.file_name().unwrap());
-        copy_dir(&dir, &copy);
+        crate::common::copy_dir(&dir, &copy);
         let mut cmd = Command::new("kpt");
         cmd.env("NO_COLOR", "1")
             .env("TMPDIR", tmp.path())
@@ -248,19 +248,6 @@ fn example_args(dir: &Path) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-fn copy_dir(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for entry in std::fs::read_dir(src).unwrap() {
-        let entry = entry.unwrap();
-        let to = dst.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &to);
-        } else {
-            std::fs::copy(entry.path(), &to).unwrap();
-        }
-    }
 }
 
 /// Strings that trip text-based YAML handling: YAML lookalikes, quotes, comment and document

@@ -3,6 +3,7 @@
 //! `mutations_known_engine_failures`) and the regression replays expect to fail. Remove each
 //! entry as the engine learns to handle it; every list must end empty.
 
+use super::check::Finding;
 use super::mutate::Mutation;
 use super::style::Feature;
 
@@ -59,3 +60,20 @@ pub const REGRESSIONS: &[&str] = &[
     // A double-quoted string whose continuation lines look like items: the copy is cut.
     "styles/under-indented-quote.styled.yaml",
 ];
+
+/// Judges one replayed regression input (`file`, a path under `tests/fuzz-regressions/`): a
+/// problem to report, or `None` when it behaves as [`REGRESSIONS`] says (fails exactly when
+/// listed).
+pub fn unexpected(file: &str, verdict: Result<(), Finding>) -> Option<String> {
+    match (verdict, REGRESSIONS.contains(&file)) {
+        (Ok(()), false) | (Err(_), true) => None,
+        (Err(f), false) => Some(format!(
+            "{file}: {:?}: {}",
+            f.failure,
+            super::truncate(&f.detail, 500)
+        )),
+        (Ok(()), true) => Some(format!(
+            "{file} passes now: remove it from REGRESSIONS in tests/fuzz/known.rs"
+        )),
+    }
+}
