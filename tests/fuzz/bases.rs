@@ -264,6 +264,8 @@ pub const TRICKY: &[&str] = &[
     "  leading spaces",
     "trailing spaces  ",
     "tab\tinside",
+    "\tleading tab",
+    "key:\tvalue",
     "quote ' and \" both",
     "# not a comment",
     "---\nnot a new document",
@@ -396,7 +398,7 @@ pub fn inject(doc: &mut Value, rng: &mut Rng, extras: Extras) {
         items.insert(at, cm);
     }
     if rng.chance(50) {
-        let notes = 1 + rng.below(4);
+        let notes = 1 + rng.below(6);
         for _ in 0..notes {
             if items.is_empty() {
                 break;
