@@ -24,7 +24,7 @@ cargo build --target wasm32-wasip1 --release -p cutover --bin cutover
 # replays) with their fixed seeds and default case counts: FUZZ_* variables are for long runs
 # only (docs/reliability.md).
 unset FUZZ_CASES FUZZ_SEED FUZZ_FEATURES FUZZ_MUTATIONS FUZZ_KEEP_GOING FUZZ_NO_SHRINK \
-    FUZZ_SAVE_REGRESSION FUZZ_TIME_LIMIT_MS FUZZ_HANG_SECS
+    FUZZ_SAVE_REGRESSION FUZZ_TIME_LIMIT_MS FUZZ_HANG_SECS FUZZ_FIRST_CASE
 cargo test -p cutover
 # Host tests in release only: this also builds target/release/cutover-wasm, with the same
 # features as the tests (the `wat` dev-dependency changes wasmtime's), so wasmtime is compiled

@@ -173,15 +173,17 @@ fn fuzz_mutations(allowed: Vec<Mutation>) {
     let limit = time_limit();
     start_watchdog(limit);
     let start = Instant::now();
-    let mut seed_rng = Rng::fork(seed, u64::MAX);
-    let mut pool = seeds(&mut seed_rng);
+    let first = fuzz::first_case_from_env();
+    // Fresh generated platforms every 500 cases, drawn from the block's number, so any case
+    // replays alone (FUZZ_FIRST_CASE).
+    let pool_for = |case: usize| seeds(&mut Rng::fork(seed ^ 0x5EED_5EED, (case / 500) as u64));
+    let mut pool = pool_for(first);
     let mut failures: BTreeMap<Failure, usize> = BTreeMap::new();
     let (mut slowest, mut worst_ratio) = (Duration::ZERO, 0.0f64);
     let mut slowest_case = String::new();
-    for case in 0..cases {
-        // Fresh generated platforms now and then.
-        if case > 0 && case % 500 == 0 {
-            pool = seeds(&mut seed_rng);
+    for case in first..cases {
+        if case > first && case % 500 == 0 {
+            pool = pool_for(case);
         }
         CASE.store(case, Ordering::SeqCst);
         let mut rng = Rng::fork(seed, case as u64);
@@ -210,7 +212,7 @@ fn fuzz_mutations(allowed: Vec<Mutation>) {
             let path = fuzz::failure_dir().join(format!("mutation-{seed:x}-{case}.yaml"));
             std::fs::write(&path, &minimal).unwrap();
             let report = format!(
-                "mutation case failed: {:?}\nreplay: FUZZ_SEED={seed:#x} FUZZ_CASES={} (case {case}, seed document {})\nmutations: {:?}\n{}\nminimised input ({} bytes): {}\n{}",
+                "mutation case failed: {:?}\nreplay: FUZZ_SEED={seed:#x} FUZZ_FIRST_CASE={case} FUZZ_CASES={} (seed document {})\nmutations: {:?}\n{}\nminimised input ({} bytes): {}\n{}",
                 finding.failure,
                 case + 1,
                 s.base.name,

@@ -122,9 +122,13 @@ fn fuzz_styles(features: &Features) {
     let mut failures: BTreeMap<Failure, (usize, String)> = BTreeMap::new();
     let mut failed_cases = 0usize;
     let mut reference: Option<Reference> = None;
-    for case in 0..cases {
-        if case % VARIANTS == 0 {
-            let mut rng = Rng::fork(seed, case as u64);
+    let first = fuzz::first_case_from_env();
+    for case in first..cases {
+        if case % VARIANTS == 0 || case == first {
+            // Each base document is drawn from its first case's number, so any case replays
+            // alone (FUZZ_FIRST_CASE).
+            let base_case = case - case % VARIANTS;
+            let mut rng = Rng::fork(seed, base_case as u64);
             let base = pick_base(&mut rng, &features);
             match make_reference(base) {
                 Ok(r) => reference = Some(r),
@@ -406,7 +410,7 @@ fn save_regression(name: &str, styled: &str, plain: &str) {
 /// What a failure report says: how to replay it, what failed, the minimised input.
 fn report(seed: u64, case: usize, base: &Base, input: Option<&str>, finding: &Finding) -> String {
     let mut text = format!(
-        "style case failed: {:?}\nreplay: FUZZ_SEED={seed:#x} FUZZ_CASES={} (case {case}, base {})\n{}\n",
+        "style case failed: {:?}\nreplay: FUZZ_SEED={seed:#x} FUZZ_FIRST_CASE={case} FUZZ_CASES={} (base {})\n{}\n",
         finding.failure,
         case + 1,
         base.name,

@@ -75,6 +75,14 @@ pub fn cases_from_env(default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// `FUZZ_FIRST_CASE` (replay one case: with `FUZZ_CASES` one more), else 0.
+pub fn first_case_from_env() -> usize {
+    std::env::var("FUZZ_FIRST_CASE")
+        .ok()
+        .map(|s| s.trim().parse().expect("FUZZ_FIRST_CASE is a number"))
+        .unwrap_or(0)
+}
+
 /// Where failing inputs are written for a human to look at (`target/fuzz-failures/`).
 pub fn failure_dir() -> std::path::PathBuf {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/fuzz-failures");
