@@ -38,7 +38,7 @@ use fuzz::style;
 use fuzz::{Rng, cases_from_env, known, seed_from_env};
 
 const DEFAULT_SEED: u64 = 0x5EED_0002;
-const DEFAULT_CASES: usize = 300;
+const DEFAULT_CASES: usize = 200;
 
 /// Memory bound per case: peak bytes held ≤ this × input bytes + [`MEMORY_FIXED`].
 const MEMORY_PER_INPUT_BYTE: usize = 16;

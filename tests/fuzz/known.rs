@@ -45,6 +45,9 @@ pub const REGRESSIONS: &[&str] = &[
     // A quoted "<<" key in an item the mode re-emits: written as a plain `<<`, a merge key to
     // kubectl and kpt.
     "mutation/quoted-merge-key.yaml",
+    // Found by the mutation fuzzer (seed 7, case 457, minimised): the last item ends in a
+    // single-quoted scalar whose closing quote is at column 0; the copy stops before it.
+    "mutation/quote-closing-at-column-0.yaml",
     // Integers past 64 bits: an error from YAML, a float from JSON.
     "styles/big-integer-json.styled.yaml",
     "styles/bom.styled.yaml",
