@@ -35,6 +35,16 @@ pub const MUTATIONS: &[Mutation] = &[
     Mutation::ManyDeepFlow,
 ];
 
+// Found by long runs of the mutation fuzzer in families it keeps (the default seed does not
+// reach them, so nothing is left out for them; a long run reports them until they are fixed):
+// - a line break inserted into a quoted scalar leaves a continuation line at column 0: the
+//   verbatim copy is cut (the `ColumnZero` class; `mutation/quote-closing-at-column-0.yaml`);
+// - `<<: scalar` inserted: copied verbatim, a merge key kubectl cannot apply (the `MergeKeys`
+//   class: merge keys must be applied or rejected);
+// - a 4 MiB value in a field an error names (e.g. `functionConfig.apiVersion`) is repeated in the
+//   message, `resourceRef`, `field.currentValue`, the echoed `functionConfig` and stderr: 33 MB of
+//   output, 150 MB held, for 5 MB of input (31 x, past the 16 x bound).
+
 /// Regression inputs (paths under `tests/fuzz-regressions/`) that still fail: the replays
 /// expect them to.
 pub const REGRESSIONS: &[&str] = &[
