@@ -207,6 +207,11 @@ fn fuzz_mutations(allowed: Vec<Mutation>) {
             let minimal = if seen || std::env::var_os("FUZZ_NO_SHRINK").is_some() {
                 mutated.bytes.clone()
             } else {
+                eprintln!(
+                    "fuzz_mutation: case {case} fails ({:?}); minimising {} bytes",
+                    finding.failure,
+                    mutated.bytes.len()
+                );
                 minimise(&mutated.bytes, &finding.failure, limit)
             };
             let path = fuzz::failure_dir().join(format!("mutation-{seed:x}-{case}.yaml"));

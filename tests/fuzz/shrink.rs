@@ -119,48 +119,53 @@ pub fn remove_path(v: &mut Value, path: &[Value]) {
     }
 }
 
-/// Removes chunks of lines, then of bytes, from `input` while `fails` holds.
+/// How long [`bytes`] may take.
+pub const BYTES_BUDGET: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Removes lines, then (for inputs left under 64 KiB) bytes, from `input` while `fails` holds
+/// (delta debugging on complements); stops after [`BYTES_BUDGET`] with the smallest failing
+/// input so far.
 pub fn bytes(input: &[u8], fails: &mut dyn FnMut(&[u8]) -> bool) -> Vec<u8> {
-    let mut best = input.to_vec();
-    for unit_is_line in [true, false] {
-        let mut chunk = best.len() / 2;
-        while chunk >= 1 {
-            let mut at = 0;
-            while at < best.len() {
-                let end = if unit_is_line {
-                    // `chunk` lines from `at` (at a line start).
-                    let mut e = at;
-                    for _ in 0..chunk.max(1) {
-                        match best[e..].iter().position(|&b| b == b'\n') {
-                            Some(p) => e += p + 1,
-                            None => {
-                                e = best.len();
-                                break;
-                            }
-                        }
-                    }
-                    e
-                } else {
-                    (at + chunk).min(best.len())
-                };
-                let mut candidate = best[..at].to_vec();
-                candidate.extend_from_slice(&best[end..]);
-                if candidate.len() < best.len() && fails(&candidate) {
-                    best = candidate;
-                } else if unit_is_line {
-                    at = best[at..]
-                        .iter()
-                        .position(|&b| b == b'\n')
-                        .map_or(best.len(), |p| at + p + 1);
-                } else {
-                    at = end;
-                }
+    let started = std::time::Instant::now();
+    let lines: Vec<&[u8]> = input.split_inclusive(|&b| b == b'\n').collect();
+    let best = ddmin(lines, fails, started);
+    if best.len() >= 64 << 10 {
+        return best;
+    }
+    let units: Vec<&[u8]> = best.chunks(1).collect();
+    ddmin(units, fails, started)
+}
+
+/// The smallest concatenation of a subset of `units` (in order) that still fails.
+fn ddmin(
+    mut units: Vec<&[u8]>,
+    fails: &mut dyn FnMut(&[u8]) -> bool,
+    started: std::time::Instant,
+) -> Vec<u8> {
+    let mut n = 2;
+    while units.len() >= 2 && started.elapsed() < BYTES_BUDGET {
+        let chunk = units.len().div_ceil(n);
+        let mut reduced = None;
+        for i in 0..n {
+            let (from, to) = (i * chunk, ((i + 1) * chunk).min(units.len()));
+            if from >= to || started.elapsed() >= BYTES_BUDGET {
+                break;
             }
-            chunk /= 2;
-            if best.len() > 200_000 && !unit_is_line {
+            let rest: Vec<&[u8]> = units[..from].iter().chain(&units[to..]).copied().collect();
+            if fails(&rest.concat()) {
+                reduced = Some(rest);
                 break;
             }
         }
+        if let Some(rest) = reduced {
+            units = rest;
+            n = (n - 1).max(2);
+        } else {
+            if n >= units.len() {
+                break;
+            }
+            n = (n * 2).min(units.len());
+        }
     }
-    best
+    units.concat()
 }
