@@ -133,8 +133,9 @@ fn fuzz_styles(features: &Features) {
             match make_reference(base) {
                 Ok(r) => reference = Some(r),
                 Err(failed) => {
-                    let (base, finding) = *failed;
-                    let report = report(seed, case, &base, None, &finding);
+                    // The plain writing itself fails: it is the input to keep.
+                    let (base, plain, finding) = *failed;
+                    let report = report(seed, case, &base, &plain, &finding);
                     if !keep_going {
                         panic!("{report}");
                     }
@@ -159,7 +160,7 @@ fn fuzz_styles(features: &Features) {
             if let Ok(name) = std::env::var("FUZZ_SAVE_REGRESSION") {
                 save_regression(&name, &styled.text, &style::plain(&doc));
             }
-            let report = report(seed, case, &r.base, Some(&styled.text), &finding);
+            let report = report(seed, case, &r.base, &styled.text, &finding);
             if !keep_going {
                 panic!("{report}");
             }
@@ -204,7 +205,7 @@ fn pick_base(rng: &mut Rng, features: &Features) -> Base {
 }
 
 /// Runs the plain writing of `base` (and its JSON form, which must agree).
-fn make_reference(base: Base) -> Result<Reference, Box<(Base, Finding)>> {
+fn make_reference(base: Base) -> Result<Reference, Box<(Base, String, Finding)>> {
     let plain = style::plain(&base.doc);
     let back: Value = serde_yaml::from_str(&plain).expect("plain writing parses");
     assert!(
@@ -215,13 +216,13 @@ fn make_reference(base: Base) -> Result<Reference, Box<(Base, Finding)>> {
     let run = check::run(plain.as_bytes());
     let out = match check::contract(&run) {
         Ok(out) => out,
-        Err(f) => return Err(Box::new((base, f))),
+        Err(f) => return Err(Box::new((base, plain, f))),
     };
     let json = serde_json::to_string(&base.doc).expect("JSON");
     let json_run = check::run(json.as_bytes());
     let json_out = match check::contract(&json_run) {
         Ok(out) => out,
-        Err(f) => return Err(Box::new((base, f))),
+        Err(f) => return Err(Box::new((base, plain, f))),
     };
     let agree = match (&out, &json_out) {
         (Some(a), Some(b)) => check::compare_outputs(&check::merged(b), &check::merged(a), true),
@@ -243,7 +244,7 @@ fn make_reference(base: Base) -> Result<Reference, Box<(Base, Finding)>> {
     });
     if let Err(mut f) = agree {
         f.detail = format!("the JSON form of the plain document: {}", f.detail);
-        return Err(Box::new((base, f)));
+        return Err(Box::new((base, plain, f)));
     }
     Ok(Reference {
         exit_code: run.out.exit_code,
@@ -408,7 +409,7 @@ fn save_regression(name: &str, styled: &str, plain: &str) {
 }
 
 /// What a failure report says: how to replay it, what failed, the minimised input.
-fn report(seed: u64, case: usize, base: &Base, input: Option<&str>, finding: &Finding) -> String {
+fn report(seed: u64, case: usize, base: &Base, input: &str, finding: &Finding) -> String {
     let mut text = format!(
         "style case failed: {:?}\nreplay: FUZZ_SEED={seed:#x} FUZZ_FIRST_CASE={case} FUZZ_CASES={} (base {})\n{}\n",
         finding.failure,
@@ -416,15 +417,13 @@ fn report(seed: u64, case: usize, base: &Base, input: Option<&str>, finding: &Fi
         base.name,
         fuzz::truncate(&finding.detail, 6_000)
     );
-    if let Some(input) = input {
-        let path = fuzz::failure_dir().join(format!("styles-{seed:x}-{case}.yaml"));
-        std::fs::write(&path, input).unwrap();
-        text.push_str(&format!(
-            "--- minimised input ({}) ---\n{}",
-            path.display(),
-            fuzz::truncate(input, 6_000)
-        ));
-    }
+    let path = fuzz::failure_dir().join(format!("styles-{seed:x}-{case}.yaml"));
+    std::fs::write(&path, input).unwrap();
+    text.push_str(&format!(
+        "--- input, minimised unless the plain writing failed ({}) ---\n{}",
+        path.display(),
+        fuzz::truncate(input, 6_000)
+    ));
     text
 }
 

@@ -58,6 +58,10 @@ pub const REGRESSIONS: &[&str] = &[
     // Found by the mutation fuzzer (seed 7, case 457, minimised): the last item ends in a
     // single-quoted scalar whose closing quote is at column 0; the copy stops before it.
     "mutation/quote-closing-at-column-0.yaml",
+    // Found by the long style run (seed 7, case 93189; hand-minimised): a Service annotation
+    // whose double-quoted value has a multi-byte character before ` #` makes the text patch
+    // slice inside the character: a panic ("internal error").
+    "mutation/text-patch-multibyte-panic.yaml",
     // Integers past 64 bits: an error from YAML, a float from JSON.
     "styles/big-integer-json.styled.yaml",
     "styles/bom.styled.yaml",
