@@ -5,7 +5,7 @@
 //!
 //! `cargo bench --bench engine` (all), `cargo bench --bench engine -- parse/` (one group).
 
-#[path = "../src/bin/cutover-gen/generate.rs"]
+#[path = "../src/bin/cutover-gen/generate/mod.rs"]
 #[allow(dead_code)]
 mod generate;
 
@@ -31,8 +31,10 @@ fn verbatim<'a>(input: &'a [u8], list: &io::ResourceList) -> Vec<Option<&'a str>
     let text = std::str::from_utf8(input).expect("UTF-8");
     list.item_spans
         .iter()
-        .flatten()
-        .map(|span| text.get(span.clone()))
+        .map(|span| {
+            span.clone()
+                .and_then(|s| text.get(s.start as usize..s.end as usize))
+        })
         .collect()
 }
 

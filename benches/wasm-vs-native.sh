@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 command -v hyperfine >/dev/null || { echo "hyperfine missing (apt-get install -y hyperfine)" >&2; exit 1; }
-cargo build --release -p cutover --bin cutover --bin cutover-gen >&2
+cargo build --release -p cutover --features bench-tools --bin cutover --bin cutover-gen >&2
 cargo build --release --target wasm32-wasip1 -p cutover --bin cutover >&2
 cargo build --release -p cutover-wasm >&2
 

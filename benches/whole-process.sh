@@ -23,7 +23,7 @@ presets=("$@")
 command -v hyperfine >/dev/null || { echo "hyperfine missing (apt-get install -y hyperfine)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "/usr/bin/time missing (apt-get install -y time)" >&2; exit 1; }
 
-cargo build --release --bin cutover --bin cutover-identity --bin cutover-gen >&2
+cargo build --release --features bench-tools --bin cutover --bin cutover-identity --bin cutover-gen >&2
 bin=target/release
 inputs=target/bench-inputs
 results=target/bench-results

@@ -7,7 +7,10 @@ need_apt=()
 command -v kpt >/dev/null || { echo "kpt is required on PATH (kpt 1.0.0-beta.56 was used)" >&2; exit 1; }
 command -v kubectl >/dev/null || { echo "kubectl is required on PATH (kubectl 1.32 with kustomize v5.5.0 was used)" >&2; exit 1; }
 command -v git >/dev/null || need_apt+=(git)
-# Container image build and tests (issue 5): podman builds and runs the image (for kpt and behind
+# kpt's WebAssembly runtime for the kpt-WASM module runs it with node (kpt's glue was written for
+# node 18; node 20 was used).
+command -v node >/dev/null || need_apt+=(nodejs)
+# Container image build and tests: podman builds and runs the image (for kpt and behind
 # the kustomize docker shim), buildah is the standalone builder (`buildah build` works with the same
 # config), runc is the runtime scripts/containers-env.sh selects.
 for tool in podman buildah runc; do
@@ -28,4 +31,8 @@ rustup target add x86_64-unknown-linux-musl
 # records while its files stay, and then a second add fails on the conflict.
 if [[ ! -d "$(rustc --print sysroot)/lib/rustlib/wasm32-wasip1/lib" ]]; then
   rustup target add wasm32-wasip1
+fi
+# ... and as a module for kpt's own WebAssembly runtime (kpt-wasm/), checked the same way.
+if [[ ! -d "$(rustc --print sysroot)/lib/rustlib/wasm32-unknown-unknown/lib" ]]; then
+  rustup target add wasm32-unknown-unknown
 fi

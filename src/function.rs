@@ -85,7 +85,23 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
     };
     let fc = list.function_config.as_ref();
     let modes::Prepared { config, observer } = prepared;
-    let (mode, outcome) = match config {
+    let (
+        mode,
+        modes::Ran {
+            outcome,
+            stderr: notes,
+        },
+    ) = match config {
+        // kpt refuses items that are not KRM resources before it runs a function; so does
+        // cutover (no mode runs), with one error result per item, the items echoed.
+        Ok(cfg) if !list.not_krm.is_empty() => (
+            Some(cfg.kind().mode()),
+            krm::Outcome {
+                edits: Vec::new(),
+                results: list.not_krm.iter().map(krm::io::NotKrm::result).collect(),
+            }
+            .into(),
+        ),
         Ok(cfg) => (
             Some(cfg.kind().mode()),
             modes::run_observed(&cfg, &list.items, fc, observer),
@@ -94,11 +110,15 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
             None,
             krm::Outcome {
                 edits: Vec::new(),
-                results: vec![result],
-            },
+                results: std::iter::once(result)
+                    .chain(list.not_krm.iter().map(krm::io::NotKrm::result))
+                    .collect(),
+            }
+            .into(),
         ),
     };
     let mut results = outcome.results;
+    crate::config::configmap::user_field_paths(&mut results, fc);
     let mut items = std::mem::take(&mut list.items);
     let mut origins: Vec<Option<usize>> = (0..items.len()).map(Some).collect();
     // Replaced and removed input items, and edits not applied: freed after the output is written.
@@ -107,45 +127,41 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
     // Patches of released items, applied to their text while writing, by input index.
     let mut text_patches: HashMap<usize, Vec<krm::PatchOp>> = HashMap::new();
     if !results.iter().any(KrmResult::is_error) {
-        let spans = list.item_spans.as_deref();
-        let released = &mut list.released;
         let applied = edits_on_released(
             text,
-            spans,
-            released,
+            &list.item_spans,
+            &mut list.released,
             &mut items,
             outcome.edits,
             &mut text_patches,
         )
-        .and_then(|edits| apply::apply_into(&mut items, edits, released, &mut dropped));
+        .and_then(|edits| apply::apply_into(&mut items, edits, &list.released, &mut dropped));
         match applied {
             Ok(o) => origins = o,
             // `apply` checks everything before it touches the items: they are still the input.
             Err(e) => {
                 text_patches.clear();
-                results.push(e);
+                results.push(e.tag("check", ENGINE_CHECK));
             }
         }
     } else {
         unapplied = outcome.edits;
     }
-    // Unchanged items are copied from the input text when its layout allows (see io::parse),
-    // released items patched as text while they are written.
-    let sources: Vec<Option<krm::io::Source>> = match &list.item_spans {
-        Some(spans) => origins
-            .iter()
-            .map(|o| {
-                o.map(|i| {
-                    let item_text = &text[spans[i].clone()];
-                    match text_patches.get(&i) {
-                        Some(ops) => krm::io::Source::Patch(item_text, ops),
-                        None => krm::io::Source::Copy(item_text),
-                    }
-                })
+    // Unchanged items are copied from the input text where the parse proved their span (see
+    // krm::read), released items patched as text while they are written.
+    let sources: Vec<Option<krm::io::Source>> = origins
+        .iter()
+        .map(|o| {
+            let i = (*o)?;
+            let item_text = &text[list.span(i)?];
+            Some(match (text_patches.get(&i), list.released.layout(i)) {
+                (Some(ops), Some(layout)) => krm::io::Source::Patch(item_text, layout, ops),
+                (None, _) => krm::io::Source::Copy(item_text),
+                // `edits_on_released` plans a text patch only where the item has a layout.
+                (Some(_), None) => unreachable!("text patch of item {i} without a layout"),
             })
-            .collect(),
-        None => Vec::new(),
-    };
+        })
+        .collect();
     fill_missing_files(&mut results, &items, text, &list);
     if let Some(mode) = mode {
         for r in &mut results {
@@ -156,6 +172,10 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
     let mut stderr = String::new();
     for r in results.iter().filter(|r| r.is_error()) {
         stderr.push_str(&format!("cutover: {r}\n"));
+    }
+    for line in notes {
+        stderr.push_str(&line);
+        stderr.push('\n');
     }
     let written = krm::io::write_to(sink, &items, &sources, fc, &list.results, &results);
     drop(sources);
@@ -181,7 +201,7 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
 /// item needs no tree).
 fn edits_on_released(
     text: &str,
-    spans: Option<&[std::ops::Range<usize>]>,
+    spans: &[Option<std::ops::Range<u32>>],
     released: &mut krm::io::ReleasedItems,
     items: &mut [serde_yaml::Value],
     edits: Vec<krm::Edit>,
@@ -190,23 +210,31 @@ fn edits_on_released(
     if released.is_empty() {
         return Ok(edits);
     }
-    let Some(spans) = spans else {
-        return Err(KrmResult::error(
-            "internal error: items released without their text",
-        ));
-    };
     let mut rest = Vec::with_capacity(edits.len());
     for edit in edits {
         if let krm::Edit::Patch { index, ops } = &edit
-            && let Some(r) = released.get(*index)
+            && released.get(*index).is_some()
         {
-            if splice::can_patch(r.text_maps, ops) && !ops.iter().any(apply::may_move_file) {
+            let Some(span) = spans
+                .get(*index)
+                .cloned()
+                .flatten()
+                .map(|s| s.start as usize..s.end as usize)
+            else {
+                return Err(KrmResult::error(
+                    "internal error: item released without its text",
+                ));
+            };
+            let item_text = &text[span.clone()];
+            if splice::can_patch(item_text, released.layout(*index), ops)
+                && !ops.iter().any(apply::may_move_file)
+            {
                 if let krm::Edit::Patch { index, ops } = edit {
                     text_patches.insert(index, ops);
                 }
                 continue;
             }
-            items[*index] = krm::io::parse_item(text, spans[*index].clone()).ok_or_else(|| {
+            items[*index] = krm::io::parse_item(text, span).ok_or_else(|| {
                 KrmResult::error(format!("internal error: item {index} does not parse again"))
             })?;
             released.remove(*index);
@@ -217,6 +245,9 @@ fn edits_on_released(
 }
 
 pub use crate::krm::free_in_background;
+
+/// The `check` tag of results the engine itself adds (an edit that cannot be applied).
+pub const ENGINE_CHECK: &str = "engine";
 
 /// Results about an object (the function config, a created object) that name no file get the
 /// file of the input item with the same identity, so kpt users can find what to fix. Released
@@ -254,11 +285,11 @@ fn fill_missing_files(
                 .as_ref()
                 .is_some_and(|rr| !files.contains_key(&key(rr)))
     };
-    if let Some(spans) = &list.item_spans
-        && results.iter().any(|r| missing(&files, r))
-    {
+    if results.iter().any(|r| missing(&files, r)) {
         for i in list.released.indices() {
-            if let Some(item) = krm::io::parse_item(text, spans[i].clone())
+            if let Some(item) = list
+                .span(i)
+                .and_then(|span| krm::io::parse_item(text, span))
                 && let Some(file) = item.file_ref()
             {
                 files.entry(key(&item.resource_ref())).or_insert(file);

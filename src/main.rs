@@ -7,38 +7,70 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use cutover::config::{Kind, schema};
+use cutover::config::{API_VERSION, Kind, schema};
 
-const USAGE: &str = "\
+/// `cutover --help`. The kinds are listed from [`Kind::ALL`], so a new mode shows up by itself.
+fn usage() -> String {
+    format!(
+        "\
 cutover — KRM function for outage-free load-balancer cutovers
 
 USAGE:
     cutover                 run as a KRM function: ResourceList on stdin, ResourceList on stdout
-    cutover schema [KIND]   print the JSON schema of the function config (all kinds, or one of
-                            MetalLBImagePrepull, LoadBalancerAnnouncer)
-    cutover --help          print this help
+    cutover schema [KIND]   print the JSON schema of the function config (all kinds, or one)
+    cutover help [COMMAND]  print this help, or the help of a command (also: COMMAND --help)
     cutover --version       print the version
 
-Function config: apiVersion fn.cutover.dev/v1alpha1, kind MetalLBImagePrepull or
-LoadBalancerAnnouncer, or kpt's `-- mode=metallb-image-prepull|load-balancer-announcer key=value`.
+Function config: apiVersion {API_VERSION}, kind {kinds}, or kpt's
+`-- mode={modes} key=value ...` (a ConfigMap).
 Exit code: 0 without error results, 1 with. Diagnostics go to stderr.
-";
+",
+        kinds = kind_names(" | "),
+        modes = Kind::ALL.map(Kind::mode).join("|"),
+    )
+}
+
+/// `cutover schema --help`.
+fn schema_usage() -> String {
+    format!(
+        "\
+cutover schema — print the JSON schema (OpenAPI v3, as in function.yaml) of the function config
+
+USAGE:
+    cutover schema          every kind (oneOf)
+    cutover schema KIND     one kind, as its function.yaml document carries it: {kinds}
+                            (or its mode name: {modes})
+",
+        kinds = kind_names(", "),
+        modes = Kind::ALL.map(Kind::mode).join(", "),
+    )
+}
+
+fn kind_names(separator: &str) -> String {
+    Kind::ALL.map(Kind::name).join(separator)
+}
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     match args.as_slice() {
         [] => run_function(),
-        ["--help" | "-h" | "help"] => print(USAGE),
+        ["--help" | "-h" | "help"] => print(&usage()),
         ["--version" | "-V"] => print(&format!("cutover {}\n", env!("CARGO_PKG_VERSION"))),
+        ["help", "schema"] | ["schema", .., "--help" | "-h"] => print(&schema_usage()),
         ["schema"] => print_json(&schema::function_config_schema()),
         ["schema", kind] => match Kind::from_name(kind) {
             Some(kind) => print_json(&schema::kind_schema(kind)),
-            None => usage_error(&format!(
-                "unknown kind {kind:?}: expected MetalLBImagePrepull or LoadBalancerAnnouncer"
-            )),
+            None => usage_error(
+                &format!(
+                    "unknown kind {kind:?}: expected one of {}",
+                    kind_names(", ")
+                ),
+                &schema_usage(),
+            ),
         },
-        _ => usage_error(&format!("unexpected arguments {args:?}")),
+        ["schema", ..] => usage_error(&format!("unexpected arguments {args:?}"), &schema_usage()),
+        _ => usage_error(&format!("unexpected arguments {args:?}"), &usage()),
     }
 }
 
@@ -86,7 +118,7 @@ fn print_json(value: &serde_json::Value) -> ExitCode {
     }
 }
 
-fn usage_error(message: &str) -> ExitCode {
-    eprintln!("cutover: {message}\n\n{USAGE}");
+fn usage_error(message: &str, usage: &str) -> ExitCode {
+    eprintln!("cutover: {message}\n\n{usage}");
     ExitCode::from(2)
 }

@@ -5,7 +5,7 @@
 
 mod common;
 
-#[path = "../src/bin/cutover-gen/generate.rs"]
+#[path = "../src/bin/cutover-gen/generate/mod.rs"]
 #[allow(dead_code)]
 mod generate;
 
@@ -29,17 +29,16 @@ fn small_lb() -> Spec {
     }
 }
 
+/// Runs `cutover-gen` with `args`.
+fn run_gen(args: &[&str]) -> common::Run {
+    common::run_cmd(Command::new(env!("CARGO_BIN_EXE_cutover-gen")).args(args))
+}
+
+/// What `cutover-gen` writes for `args`, which it must accept.
 fn gen_bin(args: &[&str]) -> Vec<u8> {
-    let out = Command::new(env!("CARGO_BIN_EXE_cutover-gen"))
-        .args(args)
-        .output()
-        .expect("run cutover-gen");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    let run = run_gen(args);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.stdout
 }
 
 #[test]
@@ -75,12 +74,9 @@ fn bad_arguments_are_usage_errors() {
         &["no-such-preset"],
         &["--services"],
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_cutover-gen"))
-            .args(args)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert!(out.stdout.is_empty(), "{args:?}");
+        let run = run_gen(args);
+        assert_eq!(run.code, 2, "{args:?}");
+        assert!(run.stdout.is_empty(), "{args:?}");
     }
 }
 

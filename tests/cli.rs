@@ -226,3 +226,324 @@ fn help_version_and_schema() {
     let bad = run_cmd(Command::new(common::bin()).arg("--frobnicate"));
     assert_eq!(bad.code, 2);
 }
+
+#[test]
+fn every_subcommand_has_help() {
+    for args in [
+        &["schema", "--help"][..],
+        &["schema", "-h"],
+        &["help", "schema"],
+        &["schema", "MetalLBImagePrepull", "--help"],
+    ] {
+        let run = run_cmd(Command::new(common::bin()).args(args));
+        assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stdout_str().contains("cutover schema KIND"),
+            "{args:?}: {}",
+            run.stdout_str()
+        );
+        assert!(!run.stderr.contains("unknown kind"), "{args:?}");
+    }
+    for args in [&["--help"][..], &["-h"], &["help"]] {
+        let run = run_cmd(Command::new(common::bin()).args(args));
+        assert_eq!(run.code, 0);
+        for kind in cutover::config::Kind::ALL {
+            assert!(run.stdout_str().contains(kind.name()), "{kind:?} missing");
+        }
+    }
+    let bad = run_cmd(Command::new(common::bin()).args(["schema", "a", "b"]));
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("cutover schema KIND"), "{}", bad.stderr);
+}
+
+/// Each error names its place once: in the result's field (printed before the message), or in
+/// the "at line L, column C" of a syntax error — never again inside the message.
+#[test]
+fn errors_say_their_location_once() {
+    let typo = "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata: {name: c}\nspec:\n  annoucer: cilium\n";
+    let run = run_fn(resource_list(&[CM], Some(typo)).as_bytes());
+    let r = &run.results()[0];
+    assert_eq!(r["field"]["path"], "spec.annoucer");
+    assert!(
+        !r["message"].as_str().unwrap().contains("spec.annoucer"),
+        "{r:?}"
+    );
+    assert_eq!(
+        run.stderr.matches("spec.annoucer").count(),
+        1,
+        "{}",
+        run.stderr
+    );
+    let run = run_fn(b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: [\n");
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("at line 4, column 1: "),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("line 4 column 1"), "{}", run.stderr);
+    let run = run_fn(b"{\"kind\": }");
+    assert!(
+        run.stderr.contains("at line 1, column 10: expected value"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("column 10 "), "{}", run.stderr);
+}
+
+/// In kpt's ConfigMap form the user wrote `data.x`: mode results about the config say so too.
+#[test]
+fn configmap_form_results_name_data_fields() {
+    // Phase stop-speaker without a MetalLB installation among the items: an error about the
+    // config's `phase` field, produced by the mode (not by the config parser).
+    let pool = "apiVersion: metallb.io/v1beta1\nkind: IPAddressPool\nmetadata: {name: p, namespace: metallb-system}\nspec: {addresses: [10.0.0.0/24]}";
+    let typed = "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata: {name: c}\nspec: {announcer: cilium, phase: stop-speaker, ciliumVersion: 1.18.4}\n";
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\ndata: {mode: load-balancer-announcer, announcer: cilium, phase: stop-speaker, ciliumVersion: 1.18.4}\n";
+    for (config, path) in [(typed, "spec.phase"), (cm, "data.phase")] {
+        let run = run_fn(resource_list(&[CM, pool], Some(config)).as_bytes());
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        let errors: Vec<Value> = run
+            .results()
+            .into_iter()
+            .filter(|r| r["severity"] == "error")
+            .collect();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0]["field"]["path"], path, "{errors:?}");
+        assert_eq!(errors[0]["resourceRef"]["name"], config_name(config));
+    }
+}
+
+fn config_name(config: &str) -> String {
+    let v: Value = serde_yaml::from_str(config).unwrap();
+    v["metadata"]["name"].as_str().unwrap().to_owned()
+}
+
+/// Without a config (kpt sends an empty ConfigMap then) the error shows what a config of each
+/// kind looks like.
+#[test]
+fn no_config_shows_what_a_config_looks_like() {
+    let empty_cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\ndata: {}\n";
+    for config in [None, Some(empty_cm)] {
+        let run = run_fn(resource_list(&[CM], config).as_bytes());
+        assert_eq!(run.code, 1);
+        let message = run.results()[0]["message"].as_str().unwrap().to_owned();
+        assert!(message.contains("--fn-config"), "{message}");
+        for kind in cutover::config::Kind::ALL {
+            let example = format!(
+                "\n  apiVersion: fn.cutover.dev/v1alpha1\n  kind: {}\n",
+                kind.name()
+            );
+            assert!(message.contains(&example), "{kind:?} missing:\n{message}");
+            assert!(
+                message.contains(&format!("mode={}", kind.mode()))
+                    || kind != *cutover::config::Kind::ALL.last().unwrap()
+            );
+        }
+        // Each example is a valid config: parse it and run it.
+        let first = message.split("\n\n").nth(1).unwrap();
+        let doc: String = first.lines().map(|l| format!("{}\n", &l[2..])).collect();
+        let run = run_fn(resource_list(&[CM], Some(&doc)).as_bytes());
+        assert!(
+            !run.results().iter().any(|r| r["tags"]["check"] == "config"),
+            "the example config is rejected: {doc}\n{:?}",
+            run.results()
+        );
+    }
+}
+
+/// Results about the config carry `check: config`, and `mode` once the config names one.
+#[test]
+fn config_results_are_tagged() {
+    let r = assert_config_error(None, "functionConfig");
+    assert_eq!(r["tags"]["check"], "config");
+    assert!(r["tags"]["mode"].is_null());
+    let typed = "apiVersion: fn.cutover.dev/v1alpha1\nkind: MetalLBImagePrepull\nmetadata: {name: c}\nspec:\n  waitTimeout: soon\n";
+    let r = assert_config_error(Some(typed), "spec.waitTimeout");
+    assert_eq!(r["tags"]["check"], "config");
+    assert_eq!(r["tags"]["mode"], "metallb-image-prepull");
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\ndata: {mode: load-balancer-announcer, colour: blue}\n";
+    let r = assert_config_error(Some(cm), "data.colour");
+    assert_eq!(r["tags"]["check"], "config");
+    assert_eq!(r["tags"]["mode"], "load-balancer-announcer");
+}
+
+/// A function config that runs a mode without changing anything (the announcer's plan).
+const PLAN: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\ndata: {mode: load-balancer-announcer, announcer: metallb}\n";
+
+/// Runs the plan on `input`: exit 0, and the output items equal the input's.
+fn assert_plan_keeps_items(input: &str) -> String {
+    let run = run_fn(input.as_bytes());
+    assert_eq!(run.code, 0, "{}\n{input}", run.stderr);
+    let out = run.stdout_str().to_owned();
+    let items = |text: &str| -> Value {
+        let v: Value = serde_yaml::from_str(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        v["items"].clone()
+    };
+    assert_eq!(
+        items(&out),
+        items(input.trim_start_matches('\u{feff}')),
+        "{out}"
+    );
+    out
+}
+
+/// kpt 1.0.0-beta.56 hands a PyYAML-written multi-line single-quoted value over with its closing
+/// quote at column 0 (captured with an exec function that tees stdin); as the last item before
+/// `functionConfig:` it used to lose that line, and kpt then failed on the output.
+#[test]
+fn a_quoted_scalar_closing_at_column_0_is_copied_whole() {
+    let captured = std::fs::read_to_string(
+        common::root().join("tests/fixtures/kpt-serialized/quoted-scalar-at-column-0.yaml"),
+    )
+    .unwrap();
+    let input = captured.replace(
+        "  data: {foo: bar}\n",
+        "  data: {mode: load-balancer-announcer, announcer: metallb}\n",
+    );
+    assert_ne!(input, captured);
+    let out = assert_plan_keeps_items(&input);
+    let item = &captured
+        [captured.find("- apiVersion: v1").unwrap()..captured.find("functionConfig:").unwrap()];
+    assert!(
+        out.contains(item),
+        "the item is not copied byte for byte:\n{out}"
+    );
+}
+
+/// An under-indented multi-line string whose lines look like `items:` and `- kind: …` entries,
+/// before the real list and inside an item: the output holds the real items, never a fake one
+/// and never a string cut open.
+#[test]
+fn look_alike_lines_inside_strings_do_not_become_items() {
+    let fc: String = PLAN.lines().map(|l| format!("  {l}\n")).collect();
+    let before = format!(
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nnote: \"x\nitems:\n- apiVersion: v1\n  kind: Fake\n  metadata: {{name: fake}}\n\"\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {{name: real}}\nfunctionConfig:\n{fc}"
+    );
+    let out = assert_plan_keeps_items(&before);
+    assert!(!out.contains("kind: Fake"), "{out}");
+    let inside = format!(
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {{name: real}}\n  data:\n    x: \"\nitems:\n- apiVersion: v1\n  kind: Fake\n  metadata: {{name: fake}}\n\"\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {{name: second}}\nfunctionConfig:\n{fc}"
+    );
+    let out = assert_plan_keeps_items(&inside);
+    let v: Value = serde_yaml::from_str(&out).unwrap();
+    assert_eq!(v["items"].as_sequence().unwrap().len(), 2);
+    // Folded by YAML's rules for quoted scalars: one string holding the look-alike lines.
+    assert_eq!(
+        v["items"][0]["data"]["x"],
+        " items: - apiVersion: v1 kind: Fake metadata: {name: fake} "
+    );
+    assert_eq!(v["items"][1]["metadata"]["name"], "second");
+}
+
+/// Aliases in every form the old text scan missed (`*-name`, after a tab, first in a flow
+/// mapping): the output never holds an alias whose anchor it lost.
+#[test]
+fn aliases_in_every_form_read_back() {
+    for alias in ["*-a", "\t*-a", "{*-a : x}", "[*-a]"] {
+        let input = resource_list(
+            &[
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata:\n  k: &-a v\n",
+                &format!(
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: b}}\nbinaryData:\n  k: {alias}\n"
+                ),
+            ],
+            Some(PLAN),
+        );
+        assert_plan_keeps_items(&input);
+    }
+}
+
+#[test]
+fn byte_order_marks_and_flow_documents_are_accepted() {
+    let yaml = format!("\u{feff}{}", resource_list(&[CM], Some(PLAN)));
+    assert_plan_keeps_items(&yaml);
+    let json = format!(
+        "\u{feff}{}",
+        serde_json::to_string(
+            &serde_yaml::from_str::<serde_json::Value>(&resource_list(&[CM], Some(PLAN))).unwrap()
+        )
+        .unwrap()
+    );
+    let run = run_fn(json.as_bytes());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let flow = "{apiVersion: config.kubernetes.io/v1, kind: ResourceList, items: [{apiVersion: v1, kind: ConfigMap, metadata: {name: a}, data: {k: !!null ''}}], functionConfig: {apiVersion: v1, kind: ConfigMap, metadata: {name: function-input}, data: {mode: load-balancer-announcer, announcer: metallb}}}";
+    let run = run_fn(flow.as_bytes());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.resource_list()["items"][0]["data"]["k"], Value::Null);
+}
+
+/// kpt refuses items without `apiVersion`, `kind` or `metadata.name`; cutover reports each
+/// (index, missing field, file), runs no mode, and echoes the items.
+#[test]
+fn items_that_are_not_krm_resources_are_error_results() {
+    let nameless = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  annotations:\n    config.kubernetes.io/path: cm.yaml\ndata: {a: b}\n";
+    let input = resource_list(
+        &[CM, nameless, "kind: Kustomization\nresources: [a.yaml]\n"],
+        Some(PLAN),
+    );
+    let run = run_fn(input.as_bytes());
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let inp: Value = serde_yaml::from_str(&input).unwrap();
+    assert_eq!(run.resource_list()["items"], inp["items"]);
+    let results = run.results();
+    assert_eq!(results.len(), 1, "{results:?}");
+    let r = &results[0];
+    assert_eq!(r["severity"], "error");
+    assert_eq!(r["file"]["path"], "cm.yaml");
+    assert_eq!(r["tags"]["check"], "krm-item");
+    let message = r["message"].as_str().unwrap();
+    assert!(
+        message.contains("items[1]") && message.contains("metadata.name"),
+        "{message}"
+    );
+    assert!(run.stderr.contains("items[1]"), "{}", run.stderr);
+}
+
+/// An integer beyond 64 bits is never turned into a float: exit 1, nothing on stdout, the
+/// item's index and path named, for YAML and JSON alike, in items the run only passes through.
+#[test]
+fn integers_beyond_64_bits_are_rejected_with_their_path() {
+    let item = "apiVersion: example.com/v1\nkind: Thing\nmetadata: {name: t}\nspec:\n  size: 18446744073709551616\n";
+    let yaml = resource_list(&[CM, item], Some(PLAN));
+    assert_rejected_input(yaml.as_bytes(), "items[1].spec.size");
+    let json = yaml_to_json_text(&yaml.replace("18446744073709551616", "1"))
+        .replace("\"size\":1", "\"size\":18446744073709551616");
+    assert_rejected_input(json.as_bytes(), "items[1].spec.size");
+}
+
+fn yaml_to_json_text(yaml: &str) -> String {
+    serde_json::to_string(&serde_yaml::from_str::<serde_json::Value>(yaml).unwrap()).unwrap()
+}
+
+/// The alias budget grows with the input by a quarter node per byte: padding a bomb with a long
+/// list does not buy it gigabytes.
+#[test]
+fn padded_alias_bombs_are_rejected() {
+    let mut bomb = format!(
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\npad: [{}]\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n",
+        "1, ".repeat(200_000)
+    );
+    for i in 1..10 {
+        let p = i - 1;
+        bomb.push_str(&format!(
+            "a{i}: &a{i} [{}]\n",
+            vec![format!("*a{p}"); 10].join(", ")
+        ));
+    }
+    bomb.push_str(
+        "items:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: x}\n  data: *a9\n",
+    );
+    assert!(bomb.len() > 600_000);
+    assert_rejected_input(bomb.as_bytes(), "repetition limit");
+}
+
+/// Thousands of flow lists nested past the limit end at the first one (the parser's cost grows
+/// with the nesting depth, so it is never scanned deeper than the limit).
+#[test]
+fn deep_flow_lists_end_at_the_first() {
+    let deep = format!("{}1{}", "[".repeat(999), "]".repeat(999));
+    let data: String = (0..3000).map(|i| format!("  k{i}: {deep}\n")).collect();
+    let item = format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: deep}}\ndata:\n{data}");
+    let input = resource_list(&[&item], Some(PLAN));
+    assert_rejected_input(input.as_bytes(), "items[0].data.k0");
+}

@@ -5,34 +5,10 @@
 
 mod common;
 
-use std::path::Path;
-
-use common::{diff_and_commit, kpt, package_copy, run_cmd};
-use serde_yaml::Value;
+use common::{diff_and_commit, kpt, kpt_eval as eval, package_copy, run_cmd};
 
 fn fixture() -> std::path::PathBuf {
     common::root().join("tests/fixtures/kpt-package")
-}
-
-fn eval(dir: &Path, extra: &[&str]) -> (common::Run, Vec<Value>) {
-    let results = tempfile::tempdir().unwrap();
-    let run = run_cmd(
-        kpt()
-            .args(["fn", "eval"])
-            .arg(dir)
-            .arg("--exec")
-            .arg(common::bin())
-            .arg("--results-dir")
-            .arg(results.path())
-            .args(extra),
-    );
-    let text = std::fs::read_to_string(results.path().join("results.yaml")).unwrap_or_default();
-    let list: Value = serde_yaml::from_str(&text).unwrap_or(Value::Null);
-    let results = list["items"][0]["results"]
-        .as_sequence()
-        .cloned()
-        .unwrap_or_default();
-    (run, results)
 }
 
 #[test]
@@ -97,4 +73,31 @@ fn bad_fn_config_file_fails_with_the_field_and_touches_nothing() {
     assert_eq!(results[0]["field"]["path"], "spec.colour");
     assert_eq!(results[0]["resourceRef"]["kind"], "LoadBalancerAnnouncer");
     assert_eq!(results[0]["file"]["path"], "bad-config.yaml");
+}
+
+/// A ConfigMap written by PyYAML (`yaml.safe_dump` of `{"k": "a: b\n"}` gives a multi-line
+/// single-quoted value) as the last item: kpt hands it over with the closing quote at column 0,
+/// right before `functionConfig:`. The run must give kpt back YAML it reads, every byte as a
+/// function that echoes its input (`cat`) leaves it (kpt itself moves that quote to column 0).
+#[test]
+fn pyyaml_quoted_values_come_back_intact() {
+    let (_tmp, dir) = package_copy(&fixture());
+    std::fs::write(
+        dir.join("zz-pyyaml.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: py\ndata:\n  k: 'a: b\n\n    '\n",
+    )
+    .unwrap();
+    diff_and_commit(&dir);
+    let echo = run_cmd(kpt().args(["fn", "eval"]).arg(&dir).args(["--exec", "cat"]));
+    assert_eq!(echo.code, 0, "{}", echo.stderr);
+    assert!(
+        diff_and_commit(&dir).contains("+'\n"),
+        "kpt's own serialization changed"
+    );
+    let (run, _) = eval(
+        &dir,
+        &["--", "mode=load-balancer-announcer", "announcer=metallb"],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout_str(), run.stderr);
+    assert_eq!(diff_and_commit(&dir), "");
 }

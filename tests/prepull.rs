@@ -2,132 +2,29 @@
 //! by the real `kpt fn source`, schema checks of every emitted object, the restricted profile on
 //! every container, the rendered directory built by the real `kubectl kustomize`, the lifecycle
 //! (re-run, changed images, gate closing), the kustomize generator call, and every error path.
+//!
+//! This file holds the payload and lifecycle tests; `prepull/kustomize.rs` the rendered directory
+//! in kpt and kubectl kustomize and the generator call, `prepull/errors.rs` the error paths.
 
 mod common;
+#[path = "prepull/errors.rs"]
+mod errors;
+#[path = "prepull/kustomize.rs"]
+mod kustomize;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use common::{crd, k8s, kpt, package_copy, run_cmd, run_fn};
+use common::prepull::*;
+use common::{crd, k8s, package_copy, run_cmd, run_fn};
+use common::{
+    edit_item, example_source as source, find, items, ok, run_list, set_path as set, with_spec,
+    yaml,
+};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
-use serde_yaml::{Mapping, Value};
-
-const GENERATED_BY: &str = "fn.cutover.dev/generated-by";
-
-fn example(name: &str) -> PathBuf {
-    common::root().join("examples").join(name)
-}
-
-/// `kpt fn source <example> --fn-config fn-config.yaml`: the ResourceList kpt itself builds.
-fn source(name: &str) -> Value {
-    let dir = example(name);
-    let run = run_cmd(
-        kpt()
-            .args(["fn", "source"])
-            .arg(&dir)
-            .arg("--fn-config")
-            .arg(dir.join("fn-config.yaml")),
-    );
-    assert_eq!(run.code, 0, "kpt fn source: {}", run.stderr);
-    run.resource_list()
-}
-
-fn run_list(list: &Value) -> common::Run {
-    run_fn(serde_yaml::to_string(list).unwrap().as_bytes())
-}
-
-fn items(list: &Value) -> &Vec<Value> {
-    list["items"].as_sequence().expect("items")
-}
-
-fn generated(list: &Value) -> Vec<&Value> {
-    items(list)
-        .iter()
-        .filter(|i| {
-            i["metadata"]["annotations"][GENERATED_BY].as_str() == Some("metallb-image-prepull")
-        })
-        .collect()
-}
-
-fn find<'a>(list: &'a Value, kind: &str, name: &str) -> &'a Value {
-    items(list)
-        .iter()
-        .find(|i| i["kind"] == kind && i["metadata"]["name"] == name)
-        .unwrap_or_else(|| panic!("no {kind} {name}"))
-}
-
-fn job(list: &Value) -> &Value {
-    items(list)
-        .iter()
-        .find(|i| i["kind"] == "Job")
-        .expect("a waiter Job")
-}
-
-fn set(v: &mut Value, path: &[&str], value: Value) {
-    let mut cur = v;
-    for key in &path[..path.len() - 1] {
-        let map = cur.as_mapping_mut().expect("mapping");
-        cur = map
-            .entry(Value::from(*key))
-            .or_insert_with(|| Value::Mapping(Mapping::new()));
-    }
-    cur.as_mapping_mut()
-        .unwrap()
-        .insert(Value::from(path[path.len() - 1]), value);
-}
-
-fn yaml(src: &str) -> Value {
-    serde_yaml::from_str(src).unwrap()
-}
-
-/// The ResourceList output of a successful run, with the exit code checked.
-fn ok(list: &Value) -> Value {
-    let run = run_list(list);
-    assert_eq!(
-        run.code,
-        0,
-        "stderr: {}\nstdout: {}",
-        run.stderr,
-        run.stdout_str()
-    );
-    run.resource_list()
-}
-
-/// Runs input that must fail: exit 1, a valid ResourceList whose items are exactly the input
-/// items, one error result naming `field` (and a resource). Returns the error result.
-fn fails(list: &Value, field: &str) -> Value {
-    let run = run_list(list);
-    assert_eq!(
-        run.code,
-        1,
-        "expected failure; stdout: {}",
-        run.stdout_str()
-    );
-    let out = run.resource_list();
-    assert_eq!(out["kind"], "ResourceList");
-    assert_eq!(
-        items(&out),
-        items(list),
-        "items must come out unchanged on error"
-    );
-    let errors: Vec<&Value> = out["results"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .filter(|r| r["severity"] == "error")
-        .collect();
-    assert_eq!(errors.len(), 1, "{errors:?}");
-    let e = errors[0].clone();
-    assert_eq!(e["field"]["path"], field, "{e:?}");
-    assert!(
-        e["resourceRef"]["kind"].is_string(),
-        "error names no resource: {e:?}"
-    );
-    assert!(!run.stderr.is_empty());
-    e
-}
+use serde_yaml::Value;
 
 #[test]
 fn every_emitted_object_validates_and_every_container_is_restricted() {
@@ -213,15 +110,46 @@ fn the_unit_follows_its_siblings_and_gates_metallb() {
     let unit = find(&out, "Kustomization", "metallb-image-prepull");
     let metallb_in = find(&input, "Kustomization", "metallb");
     assert_eq!(unit["metadata"]["namespace"], "sylva-system");
-    assert_eq!(unit["spec"]["sourceRef"], metallb_in["spec"]["sourceRef"]);
+    // Exactly the configured source and path, never metallb's sylva-core source.
+    assert_eq!(
+        unit["spec"]["sourceRef"],
+        yaml("{kind: GitRepository, name: platform-config}")
+    );
+    assert_ne!(unit["spec"]["sourceRef"], metallb_in["spec"]["sourceRef"]);
+    assert_eq!(
+        unit["spec"]["path"],
+        "./clusters/mgmt/metallb-image-prepull"
+    );
     assert_eq!(unit["spec"]["interval"], "24h");
     assert_eq!(unit["spec"]["retryInterval"], "1m");
     assert_eq!(unit["spec"]["prune"], true);
-    assert_eq!(unit["spec"]["path"], "./metallb-image-prepull");
+    assert_eq!(unit["spec"]["force"], false);
+    assert_eq!(unit["spec"]["targetNamespace"], "metallb-system");
     assert_eq!(
         unit["spec"]["dependsOn"],
         yaml("[{name: root-dependency-3}]")
     );
+    // The revision annotation the root-dependency-3 Job waits for, as on metallb.
+    assert_eq!(
+        unit["metadata"]["annotations"]["sylva-units-helm-revision"],
+        metallb_in["metadata"]["annotations"]["sylva-units-helm-revision"]
+    );
+    assert_eq!(
+        unit["metadata"]["annotations"]["sylva-units-helm-revision"],
+        "3"
+    );
+    for chart_label in [
+        "helm.sh/chart",
+        "app.kubernetes.io/name",
+        "app.kubernetes.io/instance",
+        "app.kubernetes.io/version",
+        "app.kubernetes.io/managed-by",
+    ] {
+        assert_eq!(
+            unit["metadata"]["labels"][chart_label], metallb_in["metadata"]["labels"][chart_label],
+            "{chart_label}"
+        );
+    }
     assert_eq!(
         unit["metadata"]["labels"]["sylva-units.unit"],
         "metallb-image-prepull"
@@ -246,7 +174,8 @@ fn the_unit_follows_its_siblings_and_gates_metallb() {
     assert_eq!(unit["spec"]["timeout"], "16m");
     assert_eq!(job["spec"]["activeDeadlineSeconds"], 900);
     assert!(job["spec"]["backoffLimit"].as_i64().unwrap() <= 2);
-    assert!(job["spec"]["ttlSecondsAfterFinished"].is_number());
+    // No TTL: a deleted Job would be recreated by Flux and wait again every interval.
+    assert!(job["spec"].get("ttlSecondsAfterFinished").is_none());
     // Same file directory as the gated unit, own file.
     assert_eq!(
         unit["metadata"]["annotations"]["config.kubernetes.io/path"],
@@ -378,306 +307,6 @@ fn when_the_gate_closes_the_unit_and_the_depends_on_entry_disappear() {
 }
 
 #[test]
-fn kubectl_kustomize_builds_the_directory_kpt_render_writes() {
-    let (_guard, dir) = package_copy(&example("prepull-upgrade-native-bgp"));
-    let bin_dir = common::bin().parent().unwrap().to_path_buf();
-    let path = format!(
-        "{}:{}",
-        bin_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let run = run_cmd(
-        kpt()
-            .env("PATH", path)
-            .args(["fn", "render"])
-            .arg(&dir)
-            .arg("--allow-exec"),
-    );
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let unit_dir: &Path = &dir.join("metallb-image-prepull");
-    let built = run_cmd(
-        std::process::Command::new("kubectl")
-            .arg("kustomize")
-            .arg(unit_dir),
-    );
-    assert_eq!(built.code, 0, "kubectl kustomize: {}", built.stderr);
-    let docs: Vec<Value> = serde_yaml::Deserializer::from_str(built.stdout_str())
-        .map(|d| serde::Deserialize::deserialize(d).unwrap())
-        .collect();
-    let mut kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
-    kinds.sort_unstable();
-    assert_eq!(
-        kinds,
-        ["DaemonSet", "Job", "Role", "RoleBinding", "ServiceAccount"]
-    );
-    for d in &docs {
-        let annotations = d["metadata"]["annotations"]
-            .as_mapping()
-            .cloned()
-            .unwrap_or_default();
-        for k in annotations.keys() {
-            let k = k.as_str().unwrap();
-            assert!(
-                !k.starts_with("config.kubernetes.io/") && !k.starts_with("internal.config"),
-                "{k} leaks into the cluster"
-            );
-        }
-    }
-}
-
-#[test]
-fn as_a_kustomize_generator_the_unit_is_emitted_without_the_depends_on_rewrite() {
-    let fc = "apiVersion: fn.cutover.dev/v1alpha1
-kind: MetalLBImagePrepull
-metadata:
-  name: prepull
-  annotations:
-    config.kubernetes.io/local-config: 'true'
-spec:
-  upgrade: true
-  sourceRef: {kind: GitRepository, name: sylva-core}
-  values:
-    metallb:
-      bgp_lbs:
-        l3_options:
-          bgp_peers:
-            tor: {local_asn: 64512, peer_asn: 65001, peer_address: 10.0.0.1}
-";
-    // kustomize passes the function config as the only item.
-    let input = common::resource_list(&[fc], Some(fc));
-    let run = run_fn(input.as_bytes());
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let out = run.resource_list();
-    assert_eq!(generated(&out).len(), 7);
-    let unit = find(&out, "Kustomization", "metallb-image-prepull");
-    crd::validate(unit).unwrap();
-    assert_eq!(unit["spec"]["sourceRef"]["name"], "sylva-core");
-    let said = out["results"].as_sequence().unwrap().iter().any(|r| {
-        r["message"]
-            .as_str()
-            .unwrap()
-            .contains("kustomize generator call")
-            && r["message"].as_str().unwrap().contains("NOT rewritten")
-    });
-    assert!(said, "a result must say the dependsOn rewrite was not done");
-
-    // Without sourceRef there is nothing to copy it from.
-    let no_source = fc.replace("  sourceRef: {kind: GitRepository, name: sylva-core}\n", "");
-    let list: Value = yaml(&common::resource_list(&[&no_source], Some(&no_source)));
-    fails(&list, "spec.sourceRef");
-    // Without inline values there are none at all.
-    let no_values = fc.split("  values:").next().unwrap().to_string();
-    let list: Value = yaml(&common::resource_list(&[&no_values], Some(&no_values)));
-    let e = fails(&list, "spec.values");
-    assert!(e["message"].as_str().unwrap().contains("generator"));
-}
-
-fn with_spec(mut list: Value, key: &str, value: Value) -> Value {
-    set(&mut list, &["functionConfig", "spec", key], value);
-    list
-}
-
-fn edit_item(mut list: Value, kind: &str, name: &str, f: impl FnOnce(&mut Value)) -> Value {
-    let item = list["items"]
-        .as_sequence_mut()
-        .unwrap()
-        .iter_mut()
-        .find(|i| i["kind"] == kind && i["metadata"]["name"] == name)
-        .unwrap();
-    f(item);
-    list
-}
-
-#[test]
-fn config_errors_name_the_field() {
-    let base = source("prepull-upgrade-native-bgp");
-    let e = fails(
-        &with_spec(
-            base.clone(),
-            "images",
-            yaml("[quay.io/metallb/frr-k8s:v0.0.25, quay.io/frrouting/frr]"),
-        ),
-        "spec.images[1]",
-    );
-    assert!(e["message"].as_str().unwrap().contains("no tag or digest"));
-    let e = fails(
-        &with_spec(
-            base.clone(),
-            "images",
-            yaml("[quay.io/frrouting/frr:latest]"),
-        ),
-        "spec.images[0]",
-    );
-    assert!(e["message"].as_str().unwrap().contains(":latest"));
-    let e = fails(
-        &with_spec(
-            base.clone(),
-            "images",
-            yaml("[quay.io/frrouting/frr:10.4.3, quay.io/metallb/speaker:v0.15.2]"),
-        ),
-        "spec.images[1]",
-    );
-    assert!(
-        e["message"]
-            .as_str()
-            .unwrap()
-            .contains("at least one frr-k8s pod")
-    );
-    assert_eq!(e["resourceRef"]["kind"], "MetalLBImagePrepull");
-    fails(
-        &with_spec(base.clone(), "waitTimeout", "ten minutes".into()),
-        "spec.waitTimeout",
-    );
-    fails(
-        &with_spec(base.clone(), "onTimeout", "retry".into()),
-        "spec.onTimeout",
-    );
-    fails(
-        &with_spec(base.clone(), "runAsUser", 0.into()),
-        "spec.runAsUser",
-    );
-    fails(
-        &with_spec(base.clone(), "path", "../escape".into()),
-        "spec.path",
-    );
-    fails(
-        &with_spec(base.clone(), "values", yaml("[not, a, mapping]")),
-        "spec.values",
-    );
-    let e = fails(
-        &with_spec(
-            base.clone(),
-            "values",
-            yaml("{metallb: {bgp_lbs: {l3_options: {bgp_peers: tor-a}}}}"),
-        ),
-        "spec.values.metallb.bgp_lbs.l3_options.bgp_peers",
-    );
-    assert!(e["message"].as_str().unwrap().contains("mapping"));
-    fails(
-        &with_spec(
-            base.clone(),
-            "valuesFrom",
-            yaml("{kind: ConfigMap, name: missing}"),
-        ),
-        "spec.valuesFrom",
-    );
-}
-
-#[test]
-fn configmap_form_errors_name_the_data_key() {
-    let mut list = source("prepull-upgrade-bfd-peers");
-    set(
-        &mut list,
-        &["functionConfig", "data", "images"],
-        "[quay.io/frrouting/frr:latest]".into(),
-    );
-    fails(&list, "data.images[0]");
-    let mut list = source("prepull-upgrade-bfd-peers");
-    set(
-        &mut list,
-        &["functionConfig", "data", "onTimeout"],
-        "sometimes".into(),
-    );
-    fails(&list, "data.onTimeout");
-}
-
-#[test]
-fn bad_items_are_errors_about_the_item() {
-    let base = source("prepull-upgrade-native-bgp");
-    // Two Kustomizations named metallb.
-    let mut dup = base.clone();
-    let mut copy = find(&base, "Kustomization", "metallb").clone();
-    set(&mut copy, &["metadata", "namespace"], "other".into());
-    set(
-        &mut copy,
-        &["metadata", "annotations", "config.kubernetes.io/index"],
-        "9".into(),
-    );
-    set(
-        &mut copy,
-        &[
-            "metadata",
-            "annotations",
-            "internal.config.kubernetes.io/index",
-        ],
-        "9".into(),
-    );
-    dup["items"].as_sequence_mut().unwrap().push(copy);
-    let e = fails(&dup, "metadata.name");
-    assert_eq!(e["resourceRef"]["name"], "metallb");
-    // Gated Kustomization without spec.
-    let e = fails(
-        &edit_item(base.clone(), "Kustomization", "metallb", |i| {
-            i.as_mapping_mut().unwrap().remove("spec");
-        }),
-        "spec",
-    );
-    assert_eq!(e["resourceRef"]["name"], "metallb");
-    // Malformed dependsOn: an entry without a name, or not a list.
-    fails(
-        &edit_item(base.clone(), "Kustomization", "metallb", |i| {
-            i["spec"]["dependsOn"]
-                .as_sequence_mut()
-                .unwrap()
-                .push(yaml("{namespace: x}"));
-        }),
-        "spec.dependsOn[2]",
-    );
-    fails(
-        &edit_item(base.clone(), "Kustomization", "metallb", |i| {
-            i["spec"]["dependsOn"] = "root-dependency-3".into();
-        }),
-        "spec.dependsOn",
-    );
-    // Values Secret that is not base64 / not a mapping.
-    let e = fails(
-        &edit_item(base.clone(), "Secret", "sylva-units-values", |i| {
-            i["data"]["values"] = "%%%".into();
-        }),
-        "data.values",
-    );
-    assert_eq!(e["resourceRef"]["kind"], "Secret");
-    fails(
-        &edit_item(base.clone(), "Secret", "sylva-units-values", |i| {
-            i["data"]["values"] = "LSAxCi0gMgo=".into(); // "- 1\n- 2\n"
-        }),
-        "data.values",
-    );
-}
-
-#[test]
-fn a_latest_chart_override_is_an_error_about_the_helmrelease() {
-    let list = edit_item(
-        source("prepull-airgapped-overrides"),
-        "HelmRelease",
-        "sylva-units",
-        |hr| {
-            hr["spec"]["values"]["metallb_helm_values"]["frr-k8s"]["frrk8s"]["image"]["tag"] =
-                "latest".into();
-        },
-    );
-    let e = fails(&list, "spec.values");
-    assert_eq!(e["resourceRef"]["kind"], "HelmRelease");
-    assert!(
-        e["message"]
-            .as_str()
-            .unwrap()
-            .contains("frr-k8s image override")
-    );
-}
-
-#[test]
-fn no_values_anywhere_is_an_error() {
-    let list = source("prepull-upgrade-native-bgp");
-    let mut list = list;
-    list["items"]
-        .as_sequence_mut()
-        .unwrap()
-        .retain(|i| i["kind"] != "Secret");
-    fails(&list, "spec.values");
-}
-
-#[test]
 fn a_noop_image_for_shell_less_images_is_restricted_too() {
     let list = with_spec(
         source("prepull-upgrade-native-bgp"),
@@ -700,69 +329,4 @@ fn a_noop_image_for_shell_less_images_is_restricted_too() {
     // Both ways of saying how to no-op at once is a mistake.
     let both = with_spec(list, "noopCommand", yaml("[/bin/true]"));
     fails(&both, "spec.noopImage");
-}
-
-#[test]
-fn more_error_paths_leave_the_items_alone() {
-    let base = source("prepull-upgrade-native-bgp");
-    fails(
-        &with_spec(base.clone(), "images", yaml("[]")),
-        "spec.images",
-    );
-    fails(
-        &with_spec(
-            base.clone(),
-            "images",
-            yaml("[quay.io/frrouting/frr:10.4.3, quay.io/frrouting/frr:10.4.3]"),
-        ),
-        "spec.images[1]",
-    );
-    fails(
-        &with_spec(base.clone(), "noopCommand", yaml("[]")),
-        "spec.noopCommand",
-    );
-    // The gated Kustomization has no sourceRef to copy and none is configured.
-    let e = fails(
-        &edit_item(base.clone(), "Kustomization", "metallb", |i| {
-            i["spec"].as_mapping_mut().unwrap().remove("sourceRef");
-        }),
-        "spec.sourceRef",
-    );
-    assert_eq!(e["resourceRef"]["name"], "metallb");
-    // Two discovered values Secrets: which one?
-    let mut two = base.clone();
-    let mut copy = find(&base, "Secret", "sylva-units-values").clone();
-    set(&mut copy, &["metadata", "namespace"], "other".into());
-    set(
-        &mut copy,
-        &["metadata", "annotations", "config.kubernetes.io/path"],
-        "other/values.yaml".into(),
-    );
-    set(
-        &mut copy,
-        &[
-            "metadata",
-            "annotations",
-            "internal.config.kubernetes.io/path",
-        ],
-        "other/values.yaml".into(),
-    );
-    two["items"].as_sequence_mut().unwrap().push(copy);
-    let run = run_list(&two);
-    assert_eq!(run.code, 1);
-    let out = run.resource_list();
-    assert_eq!(items(&out), items(&two));
-    // Someone else's object already lives in the payload directory.
-    let mut taken = base.clone();
-    taken["items"].as_sequence_mut().unwrap().push(yaml(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\n  annotations:\n    config.kubernetes.io/path: metallb-image-prepull/notes.yaml\n    internal.config.kubernetes.io/path: metallb-image-prepull/notes.yaml\n",
-    ));
-    let run = run_list(&taken);
-    assert_eq!(run.code, 1);
-    assert_eq!(items(&run.resource_list()), items(&taken));
-    assert!(
-        run.stderr.contains("choose another spec.path"),
-        "{}",
-        run.stderr
-    );
 }

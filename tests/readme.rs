@@ -1,6 +1,8 @@
-//! README.md's configuration reference is generated from the schema (`cutover schema KIND`);
-//! this test fails when they drift. `UPDATE_EXPECTED=1` rewrites the section between the
-//! `<!-- config-reference:begin -->` and `<!-- config-reference:end -->` markers.
+//! README.md, checked: its configuration reference is generated from the schema (`cutover schema
+//! KIND`) and fails when they drift; the shell blocks it marks `<!-- readme-test: NAME -->` are
+//! run literally, as a newcomer would run them (see `Newcomer`). `UPDATE_EXPECTED=1` rewrites
+//! the section between the `<!-- config-reference:begin -->` and `<!-- config-reference:end -->`
+//! markers.
 
 mod common;
 
@@ -84,7 +86,11 @@ fn reference() -> String {
     let mut out = String::new();
     out.push_str(BEGIN);
     out.push_str("\n<!-- Generated from `cutover schema KIND` by tests/readme.rs; edit the doc comments in src/modes/*/config.rs instead. -->\n");
-    for kind in ["MetalLBImagePrepull", "LoadBalancerAnnouncer"] {
+    for kind in [
+        "MetalLBImagePrepull",
+        "LoadBalancerAnnouncer",
+        "Capm3OSImageSources",
+    ] {
         let s = schema(kind);
         out.push_str(&format!("\n#### `{kind}` (`spec:`)\n\n"));
         out.push_str("| field | type | default | description |\n|---|---|---|---|\n");
@@ -167,3 +173,7 @@ fn quickstart_resource_list_is_the_example_and_runs() {
         .collect();
     assert!(kinds.iter().any(|k| k == "DaemonSet"), "{kinds:?}");
 }
+
+/// The README's user-facing commands, run literally.
+#[path = "readme/newcomer.rs"]
+mod newcomer;

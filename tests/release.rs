@@ -7,7 +7,7 @@
 //! Both outputs are read back and compared item by item as YAML text, so values, key order and
 //! item order must all agree.
 
-#[path = "../src/bin/cutover-gen/generate.rs"]
+#[path = "../src/bin/cutover-gen/generate/mod.rs"]
 #[allow(dead_code)]
 mod generate;
 
@@ -96,13 +96,13 @@ fn json_input_keeps_every_tree_and_gives_the_same_items() {
     assert_eq!(from_json, from_yaml);
 }
 
-/// Services in layouts the text patch declines (flow style, comments) are parsed again and
-/// patched as trees: same items as the reference.
+/// Services in layouts the text patch declines (flow-style labels) are parsed again and patched
+/// as trees, next to ones it takes (a comment in metadata): same items as the reference.
 #[test]
 fn odd_layouts_fall_back_to_the_tree() {
     let input = platform(120, Config::AnnouncerCutover, 6);
-    // Put every tenth Service's labels in flow style and a comment into another's metadata:
-    // both are valid YAML the line scan declines.
+    // Put every tenth Service's labels in flow style (the text patch declines them) and a
+    // comment into another's metadata (the recorded positions make that one fine).
     let mut odd = String::new();
     let mut seen = 0usize;
     let mut flow: Option<Vec<String>> = None;
@@ -123,7 +123,7 @@ fn odd_layouts_fall_back_to_the_tree() {
             continue;
         }
         if line == "    labels:" && seen % 10 == 2 {
-            odd.push_str("    # a comment the line scan does not touch\n");
+            odd.push_str("    # a comment in metadata\n");
         }
         odd.push_str(line);
         odd.push('\n');
@@ -152,4 +152,91 @@ fn odd_layouts_fall_back_to_the_tree() {
         })
         .count();
     assert!(flow_labelled > 0, "no label patch hit an odd layout");
+}
+
+/// Rewrites `input` line by line: `f(line, services_seen)` returns the lines to write instead.
+fn rewrite(input: &str, mut f: impl FnMut(&str, usize) -> Vec<String>) -> String {
+    let mut out = String::new();
+    let mut services = 0usize;
+    for line in input.lines() {
+        if line == "  kind: Service" {
+            services += 1;
+        }
+        for l in f(line, services) {
+            out.push_str(&l);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Layouts the parser's marks prove (comments inside the maps, CRLF, a byte order mark) are
+/// patched as text; forms they do not cover (merge keys, aliases to other items) fall back to
+/// the tree. Either way the items equal the all-trees path.
+#[test]
+fn event_proven_layouts_and_fallbacks_equal_the_tree_path() {
+    let input = platform(160, Config::AnnouncerCutover, 11);
+    let comments = rewrite(&input, |line, _| match line {
+        "    annotations:" => vec![
+            line.into(),
+            "      # orchestrator and user annotations".into(),
+        ],
+        l if l.starts_with("      app.kubernetes.io/name: ") => vec![format!("{l}   # the app")],
+        l => vec![l.into()],
+    });
+    let merges = rewrite(&input, |line, n| match line {
+        "    annotations:" if n % 5 == 0 => vec![
+            line.into(),
+            "      <<: {zz.example.com/merged: \"yes\"}".into(),
+        ],
+        l => vec![l.into()],
+    });
+    let mut anchored = false;
+    let aliases = rewrite(&input, |line, _| match line {
+        "    namespace: tenant-00000" if !anchored => {
+            anchored = true;
+            vec!["    namespace: &tenant0 tenant-00000".into()]
+        }
+        "    namespace: tenant-00000" => vec!["    namespace: *tenant0".into()],
+        l => vec![l.into()],
+    });
+    let crlf = input.replace('\n', "\r\n");
+    let bom = format!("\u{feff}{input}");
+    for (name, text, all_released) in [
+        ("comments", &comments, true),
+        ("merge keys", &merges, true),
+        ("aliases", &aliases, false),
+        ("crlf", &crlf, true),
+        ("bom", &bom, true),
+    ] {
+        assert_ne!(text, &input, "{name}");
+        let (want, want_results) = reference(text);
+        let (got, released, got_results) = lean(text);
+        assert_eq!(got.len(), want.len(), "{name}");
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g, w, "{name}: item {i} differs");
+        }
+        assert_eq!(got_results, want_results, "{name}");
+        if all_released {
+            assert!(released >= 160, "{name}: {released} released");
+        } else {
+            // The Services aliasing the first one's anchor keep their trees.
+            assert!(
+                released > 0 && released < 160,
+                "{name}: {released} released"
+            );
+        }
+    }
+    // The comments survive in every patched Service: the text patch was taken, not the tree.
+    let out = String::from_utf8(cutover::process(comments.as_bytes()).stdout).unwrap();
+    // (Pools, advertisements and the MetalLB release are removed, the Cilium release replaced.)
+    assert!(
+        out.matches("      # orchestrator and user annotations\n")
+            .count()
+            >= 160
+    );
+    assert!(out.matches("   # the app\n").count() >= 160);
+    // The merged annotation is in the output, as kubectl would read it.
+    let (merged, _, _) = lean(&merges);
+    assert!(merged.iter().any(|i| i.contains("zz.example.com/merged")));
 }

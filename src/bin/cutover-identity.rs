@@ -1,6 +1,7 @@
 //! `cutover-identity`: the floor for cutover's design. Reads a ResourceList on stdin and writes it
 //! back with the very same parser and writer the function uses (`cutover::krm::io::parse_text`,
-//! i.e. serde_yaml into a `serde_yaml::Value` for every item, and `cutover::krm::io::write_to`,
+//! i.e. one pass of libyaml's parser building a `serde_yaml::Value` for every item, and
+//! `cutover::krm::io::write_to`,
 //! which copies unchanged items verbatim from the input text when the layout allows, emits the
 //! rest, and streams to stdout), doing nothing in between: what `cutover` does for a run that
 //! changes no item and keeps every item's tree. Benchmarks compare
@@ -40,9 +41,12 @@ fn main() -> ExitCode {
     let sources: Vec<Option<io::Source>> = list
         .item_spans
         .iter()
-        .flatten()
         .filter(|_| !emit_all)
-        .map(|span| text.get(span.clone()).map(io::Source::Copy))
+        .map(|span| {
+            span.clone()
+                .and_then(|s| text.get(s.start as usize..s.end as usize))
+                .map(io::Source::Copy)
+        })
         .collect();
     // Streamed to stdout as the function streams its output.
     let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());

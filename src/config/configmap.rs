@@ -4,7 +4,7 @@
 //! `data` values are always strings. Each key (dots descend into nested fields, e.g.
 //! `sourceRef.name`) is typed by looking its field up in the kind's JSON schema: string fields
 //! keep the text as is (so `namespace=0123` stays a string), every other field parses it as YAML
-//! (`images=[a:1, b:2]`, `upgrade=true`, `runAsUser=65534`).
+//! with the engine's reader (`images=[a:1, b:2]`, `upgrade=true`, `runAsUser=65534`).
 
 use serde_json::Value as Json;
 use serde_yaml::{Mapping, Value};
@@ -12,6 +12,7 @@ use serde_yaml::{Mapping, Value};
 use super::{FunctionConfig, Kind, decode, schema};
 use crate::krm::{KrmObject, KrmResult};
 use crate::modes::announcer::LoadBalancerAnnouncerSpec;
+use crate::modes::capm3::Capm3OSImageSourcesSpec;
 use crate::modes::prepull::MetalLBImagePrepullSpec;
 
 /// The data key that selects the mode.
@@ -25,6 +26,17 @@ pub fn parse(fc: &Value) -> Result<FunctionConfig, KrmResult> {
         Some(Value::Mapping(m)) => m.clone(),
         Some(_) => return Err(err("ConfigMap data is not a mapping".into(), "data")),
     };
+    if data.is_empty() {
+        // What kpt sends when it was given no config at all (`kpt fn eval --exec cutover`).
+        return Err(err(
+            format!(
+                "no function config (ConfigMap {} has no data): cutover needs one to pick its mode; {}",
+                fc.name(),
+                super::config_help()
+            ),
+            "data.mode",
+        ));
+    }
     let mode = match data.get(MODE_KEY) {
         Some(Value::String(mode)) => mode.clone(),
         Some(other) => {
@@ -33,8 +45,9 @@ pub fn parse(fc: &Value) -> Result<FunctionConfig, KrmResult> {
         None => {
             return Err(err(
                 format!(
-                    "ConfigMap {} has no `mode`: add mode=metallb-image-prepull or mode=load-balancer-announcer",
-                    fc.name()
+                    "ConfigMap {} has no `mode`: add {}",
+                    fc.name(),
+                    Kind::ALL.map(|k| format!("mode={}", k.mode())).join(" or ")
                 ),
                 "data.mode",
             ));
@@ -42,9 +55,7 @@ pub fn parse(fc: &Value) -> Result<FunctionConfig, KrmResult> {
     };
     let Some(kind) = Kind::from_name(&mode) else {
         return Err(err(
-            format!(
-                "unknown mode {mode:?}: expected metallb-image-prepull or load-balancer-announcer"
-            ),
+            format!("unknown mode {mode:?}: expected {}", Kind::modes()),
             "data.mode",
         )
         .current(mode));
@@ -81,6 +92,38 @@ pub fn parse(fc: &Value) -> Result<FunctionConfig, KrmResult> {
             .map(|spec| FunctionConfig::MetalLBImagePrepull(Box::new(spec))),
         Kind::LoadBalancerAnnouncer => decode::<LoadBalancerAnnouncerSpec>(fc, spec, "data.")
             .map(FunctionConfig::LoadBalancerAnnouncer),
+        Kind::Capm3OSImageSources => decode::<Capm3OSImageSourcesSpec>(fc, spec, "data.")
+            .map(FunctionConfig::Capm3OSImageSources),
+    }
+}
+
+/// The kind a ConfigMap function config's `mode` names, if it names one.
+pub fn mode_of(fc: &Value) -> Option<Kind> {
+    fc.get("data")?
+        .get(MODE_KEY)?
+        .as_str()
+        .and_then(Kind::from_name)
+}
+
+/// Results about a ConfigMap function config name its fields as the user wrote them: a mode
+/// that says `spec.waitTimeout` (the typed form's path) means `data.waitTimeout` here. Only
+/// results whose `resourceRef` is the function config itself are rewritten.
+pub fn user_field_paths(results: &mut [KrmResult], fc: Option<&Value>) {
+    let Some(fc) = fc.filter(|fc| fc.api_version() == "v1" && fc.kind() == "ConfigMap") else {
+        return;
+    };
+    let config = fc.resource_ref();
+    for r in results {
+        if r.resource_ref.as_deref() != Some(&config) {
+            continue;
+        }
+        if let Some(field) = r.field.as_mut() {
+            if field.path == "spec" {
+                field.path = "data".into();
+            } else if let Some(rest) = field.path.strip_prefix("spec.") {
+                field.path = format!("data.{rest}");
+            }
+        }
     }
 }
 
@@ -129,7 +172,11 @@ fn typed_value(text: &str, schema: Option<&Json>) -> Value {
         // Unknown fields keep their text; decoding then rejects the key by name.
         None => Value::String(text.to_owned()),
         Some(s) if is_string_schema(s) => Value::String(text.to_owned()),
-        Some(_) => serde_yaml::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned())),
+        // The engine's reader, as for every embedded document: scalars mean what they mean in
+        // the typed form; text that is not one YAML document stays a string.
+        Some(_) => {
+            crate::krm::yaml::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+        }
     }
 }
 

@@ -11,6 +11,7 @@ use serde_yaml::Value;
 
 use crate::krm::{KrmObject, KrmResult};
 use crate::modes::announcer::LoadBalancerAnnouncerSpec;
+use crate::modes::capm3::Capm3OSImageSourcesSpec;
 use crate::modes::prepull::MetalLBImagePrepullSpec;
 
 /// API group of cutover's function configuration kinds.
@@ -27,17 +28,24 @@ pub enum Kind {
     MetalLBImagePrepull,
     /// `LoadBalancerAnnouncer`: the MetalLB L2 → Cilium LB-IPAM/L2 cutover.
     LoadBalancerAnnouncer,
+    /// `Capm3OSImageSources`: the capm3 OS-image sources of a Sylva cluster's `cluster` unit.
+    Capm3OSImageSources,
 }
 
 impl Kind {
     /// Every kind, in documentation order.
-    pub const ALL: [Kind; 2] = [Kind::MetalLBImagePrepull, Kind::LoadBalancerAnnouncer];
+    pub const ALL: [Kind; 3] = [
+        Kind::MetalLBImagePrepull,
+        Kind::LoadBalancerAnnouncer,
+        Kind::Capm3OSImageSources,
+    ];
 
     /// The `kind:` value.
     pub fn name(self) -> &'static str {
         match self {
             Kind::MetalLBImagePrepull => "MetalLBImagePrepull",
             Kind::LoadBalancerAnnouncer => "LoadBalancerAnnouncer",
+            Kind::Capm3OSImageSources => "Capm3OSImageSources",
         }
     }
     /// The `mode=` value of the ConfigMap form (also used as the `mode` result tag).
@@ -45,7 +53,16 @@ impl Kind {
         match self {
             Kind::MetalLBImagePrepull => "metallb-image-prepull",
             Kind::LoadBalancerAnnouncer => "load-balancer-announcer",
+            Kind::Capm3OSImageSources => "capm3-os-image-sources",
         }
+    }
+    /// Every `kind:` name, for messages: `A, B or C`.
+    pub fn names() -> String {
+        join_or(Kind::ALL.map(Kind::name))
+    }
+    /// Every mode name, for messages: `a, b or c`.
+    pub fn modes() -> String {
+        join_or(Kind::ALL.map(Kind::mode))
     }
     /// Looks a kind up by its `kind:` name or its mode name.
     pub fn from_name(name: &str) -> Option<Kind> {
@@ -62,6 +79,8 @@ pub enum FunctionConfig {
     MetalLBImagePrepull(Box<MetalLBImagePrepullSpec>),
     /// Run the load-balancer announcer cutover mode.
     LoadBalancerAnnouncer(LoadBalancerAnnouncerSpec),
+    /// Run the capm3 OS-image sources mode.
+    Capm3OSImageSources(Capm3OSImageSourcesSpec),
 }
 
 impl FunctionConfig {
@@ -70,6 +89,7 @@ impl FunctionConfig {
         match self {
             FunctionConfig::MetalLBImagePrepull(_) => Kind::MetalLBImagePrepull,
             FunctionConfig::LoadBalancerAnnouncer(_) => Kind::LoadBalancerAnnouncer,
+            FunctionConfig::Capm3OSImageSources(_) => Kind::Capm3OSImageSources,
         }
     }
 }
@@ -88,24 +108,36 @@ struct Typed<S> {
     spec: Option<S>,
 }
 
+/// The `check` tag of every result about the function config itself.
+pub const CHECK: &str = "config";
+
 /// Reads and validates the function configuration. Every failure is one error result that names
-/// the configuration object and the offending field.
+/// the configuration object and the offending field, tagged `check: config` (and `mode` once the
+/// config names a mode).
 pub fn parse(function_config: Option<&Value>) -> Result<FunctionConfig, KrmResult> {
+    parse_untagged(function_config).map_err(|r| r.tag("check", CHECK))
+}
+
+fn parse_untagged(function_config: Option<&Value>) -> Result<FunctionConfig, KrmResult> {
     let Some(fc) = function_config else {
         return Err(KrmResult::error(format!(
-            "no functionConfig: give a {API_VERSION} MetalLBImagePrepull or LoadBalancerAnnouncer \
-             (kpt: --fn-config FILE), or `-- mode=metallb-image-prepull|load-balancer-announcer [key=value ...]`"
+            "no function config: cutover needs one to pick its mode; {}",
+            config_help()
         ))
         .field("functionConfig"));
     };
     let err = |message: String, path: &str| KrmResult::error(message).about(fc).field(path);
     match (fc.api_version(), fc.kind()) {
-        ("v1", "ConfigMap") => configmap::parse(fc),
+        ("v1", "ConfigMap") => configmap::parse(fc).map_err(|r| match configmap::mode_of(fc) {
+            Some(kind) => r.tag("mode", kind.mode()),
+            None => r,
+        }),
         (API_VERSION, kind) => match Kind::from_name(kind).filter(|k| k.name() == kind) {
-            Some(kind) => decode_typed(fc, kind),
+            Some(kind) => decode_typed(fc, kind).map_err(|r| r.tag("mode", kind.mode())),
             None => Err(err(
                 format!(
-                    "unknown kind {kind:?} for {API_VERSION}: expected MetalLBImagePrepull or LoadBalancerAnnouncer"
+                    "unknown kind {kind:?} for {API_VERSION}: expected {}",
+                    Kind::names()
                 ),
                 "kind",
             )
@@ -119,13 +151,56 @@ pub fn parse(function_config: Option<&Value>) -> Result<FunctionConfig, KrmResul
         .proposed(API_VERSION)),
         (api_version, kind) => Err(err(
             format!(
-                "unsupported functionConfig {api_version}/{kind}: expected {API_VERSION} \
-                 MetalLBImagePrepull or LoadBalancerAnnouncer, or a v1 ConfigMap with a `mode` key"
+                "unsupported functionConfig {api_version}/{kind}: expected {API_VERSION} {}, \
+                 or a v1 ConfigMap with a `mode` key",
+                Kind::names()
             ),
             "apiVersion",
         )
         .current(api_version)),
     }
+}
+
+/// What a function config looks like: one short example of each kind and of the ConfigMap
+/// form, for the error a run without one gets. The example field of each kind is the first
+/// `spec` field whose schema offers a value (a default or an enum), so every kind gets one
+/// without a list to keep in step.
+pub fn config_help() -> String {
+    let mut out = String::from(
+        "give kpt `--fn-config FILE` (or `configPath:` in the Kptfile pipeline) with one of\n",
+    );
+    for kind in Kind::ALL {
+        out.push_str(&format!(
+            "\n  apiVersion: {API_VERSION}\n  kind: {}\n  metadata: {{name: {}}}\n",
+            kind.name(),
+            kind.mode()
+        ));
+        if let Some((field, value)) = example_field(kind) {
+            out.push_str(&format!("  spec: {{{field}: {value}}}\n"));
+        }
+    }
+    let (mode, example) = Kind::ALL
+        .last()
+        .map(|k| (k.mode(), example_field(*k)))
+        .unwrap_or_default();
+    let example = example.map_or(String::new(), |(f, v)| format!(" {f}={v}"));
+    out.push_str(&format!(
+        "\nor kpt's ConfigMap form: kpt fn eval PKG --exec cutover -- mode={mode}{example}\n\
+         (every field: `cutover schema KIND`, README \"Configuration reference\")"
+    ));
+    out
+}
+
+fn example_field(kind: Kind) -> Option<(String, String)> {
+    let spec = schema::spec_schema(kind);
+    let props = spec.get("properties")?.as_object()?;
+    props.iter().find_map(|(name, s)| {
+        let value = s
+            .get("default")
+            .filter(|d| d.is_string())
+            .or_else(|| s.get("enum")?.as_array()?.iter().find(|v| v.is_string()))?;
+        Some((name.clone(), value.as_str()?.to_owned()))
+    })
 }
 
 fn decode_typed(fc: &Value, kind: Kind) -> Result<FunctionConfig, KrmResult> {
@@ -136,6 +211,17 @@ fn decode_typed(fc: &Value, kind: Kind) -> Result<FunctionConfig, KrmResult> {
             decode::<Typed<LoadBalancerAnnouncerSpec>>(fc, fc.clone(), "")
                 .map(|t| FunctionConfig::LoadBalancerAnnouncer(t.spec.unwrap_or_default()))
         }
+        Kind::Capm3OSImageSources => decode::<Typed<Capm3OSImageSourcesSpec>>(fc, fc.clone(), "")
+            .map(|t| FunctionConfig::Capm3OSImageSources(t.spec.unwrap_or_default())),
+    }
+}
+
+/// `a, b or c`.
+fn join_or<const N: usize>(names: [&str; N]) -> String {
+    match names.split_last() {
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
     }
 }
 
@@ -158,12 +244,10 @@ pub(crate) fn decode<T: DeserializeOwned>(
         } else {
             path
         };
-        KrmResult::error(format!(
-            "invalid function config at {path}: {}",
-            e.into_inner()
-        ))
-        .about(fc)
-        .field(path)
+        // The path is the result's field (printed before the message): not again in the text.
+        KrmResult::error(format!("invalid function config: {}", e.into_inner()))
+            .about(fc)
+            .field(path)
     })
 }
 

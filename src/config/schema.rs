@@ -1,8 +1,8 @@
 //! JSON schemas of the function configuration, generated from the typed structs.
 //!
-//! The same schema is printed by `cutover schema`, embedded in `function.yaml`
-//! (`spec.versions[0].schema.openAPIV3Schema`, checked by a test) and used to type the values of
-//! the ConfigMap form. Schemas are OpenAPI v3 flavoured with every subschema inlined (no `$ref`),
+//! The same schemas are printed by `cutover schema [KIND]`, embedded in `function.yaml` (each
+//! kind's `KRMFunctionDefinition` carries [`kind_schema`], checked by a test) and used to type the
+//! values of the ConfigMap form. Schemas are OpenAPI v3 flavoured with every subschema inlined (no `$ref`),
 //! as CRD-style `openAPIV3Schema`s require.
 
 use schemars::JsonSchema;
@@ -11,6 +11,7 @@ use serde_json::{Value as Json, json};
 
 use super::{API_VERSION, Kind};
 use crate::modes::announcer::LoadBalancerAnnouncerSpec;
+use crate::modes::capm3::Capm3OSImageSourcesSpec;
 use crate::modes::prepull::MetalLBImagePrepullSpec;
 
 fn generate<T: JsonSchema>() -> Json {
@@ -30,6 +31,7 @@ pub fn spec_schema(kind: Kind) -> Json {
     match kind {
         Kind::MetalLBImagePrepull => generate::<MetalLBImagePrepullSpec>(),
         Kind::LoadBalancerAnnouncer => generate::<LoadBalancerAnnouncerSpec>(),
+        Kind::Capm3OSImageSources => generate::<Capm3OSImageSourcesSpec>(),
     }
 }
 
@@ -42,6 +44,11 @@ fn description(kind: Kind) -> &'static str {
         Kind::LoadBalancerAnnouncer => {
             "Plans or performs the cutover from MetalLB L2 to Cilium LB-IPAM and L2 announcements, \
              proving every LoadBalancer Service keeps its IP and announcing nodes."
+        }
+        Kind::Capm3OSImageSources => {
+            "Checks (and with fix: true rewires) where a Sylva capm3 cluster's `cluster` unit reads \
+             its OS image facts (its own os-images-info) and the list of images the management \
+             cluster's os-image-server serves, and that every selected image is served."
         }
     }
 }
@@ -61,7 +68,7 @@ pub fn kind_schema(kind: Kind) -> Json {
     })
 }
 
-/// Schema accepting any configuration kind: what `function.yaml` carries.
+/// Schema accepting any configuration kind (`cutover schema`).
 pub fn function_config_schema() -> Json {
     json!({
         "type": "object",

@@ -81,9 +81,9 @@ fn errors_name_the_field() {
     );
     assert_eq!(
         err_path(&format!(
-            "{base}spec: {{sourceRef: {{kind: GitRepository}}}}\n"
+            "{base}spec: {{source: {{sourceRef: {{kind: GitRepository}}}}}}\n"
         )),
-        "spec.sourceRef"
+        "spec.source.sourceRef"
     );
     assert_eq!(err_path(&format!("{base}spec: [1]\n")), "spec");
     assert_eq!(err_path(&format!("{base}extra: 1\n")), "extra");
@@ -115,7 +115,7 @@ fn missing_config_is_an_error() {
 #[test]
 fn configmap_form_maps_data_onto_spec() {
     let cfg = parse(Some(&fc(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\ndata:\n  mode: metallb-image-prepull\n  namespace: '0123'\n  upgrade: 'true'\n  images: '[quay.io/a/b:1, c:2]'\n  runAsUser: '1000'\n  sourceRef.kind: GitRepository\n  sourceRef.name: sylva-core\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\ndata:\n  mode: metallb-image-prepull\n  namespace: '0123'\n  upgrade: 'true'\n  images: '[quay.io/a/b:1, c:2]'\n  runAsUser: '1000'\n  source.sourceRef.kind: GitRepository\n  source.sourceRef.name: sylva-core\n  source.path: ./a/b\n  output: sylva-values\n  payloadDir: x\n",
     )))
     .unwrap();
     let FunctionConfig::MetalLBImagePrepull(spec) = cfg else {
@@ -125,7 +125,11 @@ fn configmap_form_maps_data_onto_spec() {
     assert_eq!(spec.upgrade, UpgradeMode::True);
     assert_eq!(spec.run_as_user, 1000);
     assert_eq!(spec.images.unwrap().len(), 2);
-    assert_eq!(spec.source_ref.unwrap().name, "sylva-core");
+    let source = spec.source.unwrap();
+    assert_eq!(source.source_ref.unwrap().name, "sylva-core");
+    assert_eq!(source.path.as_deref(), Some("./a/b"));
+    assert_eq!(spec.output, crate::modes::prepull::Output::SylvaValues);
+    assert_eq!(spec.payload_dir, "x");
 
     let cfg = parse(Some(&fc(
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\ndata: {mode: LoadBalancerAnnouncer, announcer: cilium, ciliumVersion: '1.18'}\n",
@@ -166,15 +170,133 @@ fn configmap_errors_name_the_data_key() {
     );
     assert_eq!(
         err_path(&format!(
-            "{base}data: {{mode: metallb-image-prepull, sourceRef.kind: Git, sourceRef.nme: x}}\n"
+            "{base}data: {{mode: metallb-image-prepull, source.sourceRef.kind: GitRepository, source.sourceRef.nme: x}}\n"
         )),
-        "data.sourceRef.nme"
+        "data.source.sourceRef.nme"
     );
     assert_eq!(
         err_path(&format!(
-            "{base}data: {{mode: metallb-image-prepull, path: a, path.x: b}}\n"
+            "{base}data: {{mode: metallb-image-prepull, source.path: a, source.path.x: b}}\n"
         )),
-        "data.path.x"
+        "data.source.path.x"
     );
     assert_eq!(err_path(&format!("{base}data: [1]\n")), "data");
+}
+
+#[test]
+fn capm3_typed_and_configmap_forms() {
+    let cfg = parse(Some(&fc(
+        "apiVersion: fn.cutover.dev/v1alpha1\nkind: Capm3OSImageSources\nmetadata: {name: x}\n",
+    )))
+    .unwrap();
+    let FunctionConfig::Capm3OSImageSources(spec) = cfg else {
+        panic!()
+    };
+    assert_eq!(
+        spec,
+        crate::modes::capm3::Capm3OSImageSourcesSpec::default()
+    );
+    assert_eq!(spec.served_images, "kyverno-cloned-os-image-server-images");
+    let cfg = parse(Some(&fc(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\ndata: {mode: capm3-os-image-sources, fix: 'true', cluster.name: cluster, cluster.namespace: '0123', serverOutput.namespace: mgmt}\n",
+    )))
+    .unwrap();
+    let FunctionConfig::Capm3OSImageSources(spec) = cfg else {
+        panic!()
+    };
+    assert!(spec.fix);
+    assert_eq!(spec.cluster.unwrap().namespace.as_deref(), Some("0123"));
+    assert_eq!(spec.server_output.namespace, "mgmt");
+    assert_eq!(spec.server_output.name, "capm3-os-image-server-os-images");
+    assert_eq!(
+        err_path(
+            "apiVersion: fn.cutover.dev/v1alpha1\nkind: Capm3OSImageSources\nspec: {context: mgmt}\n"
+        ),
+        "spec.context"
+    );
+    assert_eq!(
+        err_path(
+            "apiVersion: v1\nkind: ConfigMap\ndata: {mode: capm3-os-image-sources, fix: maybe}\n"
+        ),
+        "data.fix"
+    );
+}
+
+/// A ConfigMap data value for a field that is not a string is YAML text. It is read with the
+/// engine's reader, as every embedded document is; its plain scalars keep the meaning serde_yaml
+/// gives them (the reader's rule), so the typed form and the ConfigMap form agree.
+#[test]
+fn configmap_yaml_values_read_scalars_as_serde_yaml_does() {
+    let values_of = |text: &str| -> Value {
+        let cm = format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: function-input}}\ndata:\n  mode: metallb-image-prepull\n  values: {}\n",
+            serde_json::to_string(text).unwrap()
+        );
+        let FunctionConfig::MetalLBImagePrepull(spec) = parse(Some(&fc(&cm))).unwrap() else {
+            panic!()
+        };
+        spec.values.unwrap_or(Value::Null)
+    };
+    // The scalars YAML 1.1 readers take for numbers, booleans or null, and a few neighbours.
+    for text in [
+        "0123",
+        "on",
+        "1e3",
+        "~",
+        "yes",
+        "off",
+        "0x1F",
+        "0o17",
+        "-0",
+        "+12",
+        ".inf",
+        "-.Inf",
+        ".nan",
+        "1_000",
+        "12:30",
+        "2024-01-01",
+        "true",
+        "False",
+        "null",
+        "NULL",
+        "",
+        "'0123'",
+        "a b",
+        "18446744073709551615",
+        "-9223372036854775808",
+    ] {
+        let before: Value =
+            serde_yaml::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()));
+        let after = values_of(text);
+        if before.as_f64().is_some_and(f64::is_nan) {
+            assert!(
+                after.as_f64().is_some_and(f64::is_nan),
+                "{text:?}: {after:?}"
+            );
+        } else {
+            assert_eq!(after, before, "{text:?}");
+        }
+    }
+    assert_eq!(values_of("0123"), Value::from("0123"));
+    assert_eq!(values_of("on"), Value::from("on"));
+    assert_eq!(values_of("1e3"), Value::from(1000.0));
+    assert_eq!(values_of("~"), Value::Null);
+    // Inside a values document too.
+    assert_eq!(
+        values_of("{a: 0123, b: on, c: 1e3, d: ~}"),
+        fc("{a: '0123', b: 'on', c: 1000.0, d: null}")
+    );
+    // The one difference: an integer of more than 128 bits, which serde_yaml reads as a float
+    // (digits lost; from 65 to 128 bits it fails, so the text stays text either way), is refused
+    // by the reader as it is in the typed form, so the text stays text: a number field rejects it
+    // by its key.
+    let huge = "1234567890123456789012345678901234567890";
+    assert!(serde_yaml::from_str::<Value>(huge).unwrap().is_f64());
+    assert_eq!(values_of(huge), Value::from(huge));
+    assert_eq!(
+        err_path(&format!(
+            "apiVersion: v1\nkind: ConfigMap\ndata: {{mode: metallb-image-prepull, runAsUser: '{huge}'}}\n"
+        )),
+        "data.runAsUser"
+    );
 }

@@ -101,20 +101,48 @@ fn emit_block_body(out: &mut String, v: &Value, indent: usize) {
     }
 }
 
-/// Appends the single-line mapping entry `key: value` (both strings without newlines) at
-/// `indent`, exactly as the mapping emitter writes it, followed by a newline.
+/// Appends the mapping entry `key: value` (both strings without newlines) at `indent`, exactly
+/// as the mapping emitter writes it, followed by a newline.
 pub fn emit_string_pair(out: &mut String, key: &str, value: &str, indent: usize) {
     debug_assert!(!key.contains('\n') && !value.contains('\n'));
     pad(out, indent);
-    emit_string(out, key, 0);
-    out.push_str(": ");
+    emit_string_key(out, key, indent);
+    out.push(':');
+    out.push(' ');
     emit_string(out, value, indent);
     out.push('\n');
 }
 
+/// Appends a string without newlines as a one-line scalar (plain when every reader reads it
+/// back as this string, else double-quoted).
+pub fn emit_one_line_string(out: &mut String, s: &str) {
+    debug_assert!(!s.contains('\n'));
+    emit_string(out, s, 0);
+}
+
+/// Longest key written as a simple key (`key: value`). YAML readers give up on a simple key
+/// whose `:` is more than 1024 characters after its start (libyaml, go-yaml); unsafe-libyaml
+/// counts bytes, so bytes it is. Longer keys are written as explicit `? key` / `: value`.
+const MAX_SIMPLE_KEY: usize = 1024;
+
+/// A string key, simple when short, else explicit (`? key`, then the `:` on the next line at
+/// `indent`); the caller writes the `:`.
+fn emit_string_key(out: &mut String, key: &str, indent: usize) {
+    let start = out.len();
+    emit_string(out, key, indent + 2);
+    if out.len() - start > MAX_SIMPLE_KEY || out[start..].contains('\n') {
+        out.truncate(start);
+        out.push_str("? ");
+        emit_string(out, key, indent + 2);
+        // As after a value: a block scalar's last line break is written by its parent.
+        out.push('\n');
+        pad(out, indent);
+    }
+}
+
 fn emit_key(out: &mut String, key: &Value, indent: usize) {
     match key {
-        Value::String(s) if !s.contains('\n') => emit_string(out, s, 0),
+        Value::String(s) => emit_string_key(out, s, indent),
         Value::Null | Value::Bool(_) | Value::Number(_) => emit_inline(out, key, 0),
         // Complex keys are legal YAML but never appear in KRM; write them as an explicit JSON
         // (flow) key so the output still parses to the same value.
@@ -196,6 +224,8 @@ fn emit_string(out: &mut String, s: &str, indent: usize) {
 const AMBIGUOUS_WORDS: &[&str] = &[
     "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "true", "True", "TRUE", "false",
     "False", "FALSE", "on", "On", "ON", "off", "Off", "OFF", "null", "Null", "NULL", "~", "",
+    // The merge key: YAML 1.1 readers and go-yaml resolve a plain `<<` to it, key or value.
+    "<<",
 ];
 
 /// True when `s` can be written as a plain scalar and every YAML 1.1/1.2 reader reads it back as
@@ -541,6 +571,62 @@ mod tests {
             "1: one\ntrue: yes\nnull: ~\nf: 1.5\ni: -3\nbig: 18446744073709551615\ninf: .inf\nt: !custom {a: 1}\nu: !scalar x\n? [1, 2]\n: complex\n",
         );
         roundtrip("- !tag\n  - 1\n- x\n");
+    }
+
+    /// The engine's own reader (merge keys applied, long simple keys refused as libyaml
+    /// refuses them) reads the emitted text back as the same value.
+    fn read_back(out: &str) -> Value {
+        let doc = format!(
+            "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- {}",
+            out.replace('\n', "\n  ")
+        );
+        let list = crate::krm::io::parse(doc.as_bytes()).unwrap_or_else(|e| panic!("{e}\n{doc}"));
+        list.items[0].clone()
+    }
+
+    #[test]
+    fn keys_read_back_as_the_same_keys() {
+        let long = "k".repeat(1100);
+        let long_quoted = "é".repeat(600);
+        for key in [
+            "<<",
+            "a",
+            "on",
+            "- x",
+            long.as_str(),
+            long_quoted.as_str(),
+            "two\nlines",
+            "x\n\n",
+        ] {
+            let mut inner = Mapping::new();
+            inner.insert(Value::from(key), Value::from("v"));
+            inner.insert(Value::from("after"), Value::from(1));
+            let mut outer = Mapping::new();
+            outer.insert(Value::from("m"), Value::Mapping(inner));
+            let v = Value::Mapping(outer);
+            let out = emit(&v);
+            assert_eq!(read_back(&out), v, "{key:?}\n{out}");
+            let back: Value = serde_yaml::from_str(&out).unwrap_or_else(|e| panic!("{e}\n{out}"));
+            assert_eq!(back, v, "{out}");
+        }
+        // `<<` is quoted wherever it is written.
+        let mut m = Mapping::new();
+        m.insert("<<".into(), "<<".into());
+        assert_eq!(emit(&Value::Mapping(m)), "\"<<\": \"<<\"\n");
+        // A key of exactly 1024 bytes is still simple; one more and it is explicit.
+        let mut m = Mapping::new();
+        m.insert(Value::from("k".repeat(1024)), 1.into());
+        assert!(!emit(&Value::Mapping(m)).starts_with("? "));
+        let mut m = Mapping::new();
+        m.insert(Value::from("k".repeat(1025)), 1.into());
+        assert!(emit(&Value::Mapping(m)).starts_with("? "));
+        // Written as a simple key, it would not read back (the bound is the readers').
+        let simple = format!(
+            "a: [{{{}: 1}}]\n{}: 2\n",
+            "k".repeat(1025),
+            "k".repeat(1025)
+        );
+        assert!(serde_yaml::from_str::<Value>(&simple).is_err());
     }
 
     /// Pseudo-random strings over YAML's awkward characters survive emit → parse, as values,

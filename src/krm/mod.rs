@@ -13,9 +13,11 @@ pub mod emit;
 pub mod io;
 pub mod object;
 pub mod outcome;
+mod read;
 pub mod result;
 pub mod splice;
 pub mod write;
+pub mod yaml;
 
 pub use io::{InputError, ResourceList};
 pub use object::{KrmObject, ObjectRef};

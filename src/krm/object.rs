@@ -122,6 +122,47 @@ impl KrmObject for Value {
     }
 }
 
+/// The first field kpt's KRM check finds missing on `item` (`apiVersion`, `kind`,
+/// `metadata.name`: each must be a non-empty scalar), or `None` when it passes. Kustomization
+/// files are exempt, as kpt exempts them (kpt `api/kptfile/v1/validation.go`, `IsKRM`): a file
+/// named `kustomization.yaml`, `kustomization.yml` or `Kustomization`, an `apiVersion` in
+/// `kustomize.config.k8s.io`, or `kind: Kustomization` without `apiVersion`.
+pub fn missing_krm_field(item: &Value) -> Option<&'static str> {
+    let filled = |v: Option<&Value>| match v.map(untagged) {
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(Value::Number(_) | Value::Bool(_)) => true,
+        _ => false,
+    };
+    let file = item.file_ref();
+    let base = file
+        .as_ref()
+        .map(|f| f.path.rsplit('/').next().unwrap_or(""));
+    if matches!(
+        base,
+        Some("kustomization.yaml" | "kustomization.yml" | "Kustomization")
+    ) || item.api_version().starts_with("kustomize.config.k8s.io")
+        || (!filled(item.get("apiVersion")) && item.kind() == "Kustomization")
+    {
+        return None;
+    }
+    if !filled(item.get("apiVersion")) {
+        Some("apiVersion")
+    } else if !filled(item.get("kind")) {
+        Some("kind")
+    } else if !filled(item.get("metadata").and_then(|m| m.get("name"))) {
+        Some("metadata.name")
+    } else {
+        None
+    }
+}
+
+fn untagged(v: &Value) -> &Value {
+    match v {
+        Value::Tagged(t) => untagged(&t.value),
+        other => other,
+    }
+}
+
 /// Sets (or replaces) one annotation on an object, creating `metadata.annotations` when absent.
 /// Keeps the position of an existing key so diffs stay minimal.
 pub fn set_annotation(obj: &mut Value, key: &str, value: &str) {
@@ -223,6 +264,42 @@ mod tests {
         assert_eq!(o.namespace(), None);
         assert_eq!(o.annotation("x"), None);
         assert_eq!(o.group(), "");
+    }
+
+    #[test]
+    fn krm_check_is_kpts() {
+        let missing = |src: &str| missing_krm_field(&obj(src));
+        assert_eq!(
+            missing("apiVersion: v1\nkind: A\nmetadata: {name: a}\n"),
+            None
+        );
+        assert_eq!(
+            missing("apiVersion: 1\nkind: true\nmetadata: {name: 2}\n"),
+            None
+        );
+        assert_eq!(
+            missing("kind: A\nmetadata: {name: a}\n"),
+            Some("apiVersion")
+        );
+        assert_eq!(missing("apiVersion: ''\nkind: A\n"), Some("apiVersion"));
+        assert_eq!(missing("apiVersion: v1\nkind: ~\n"), Some("kind"));
+        assert_eq!(missing("apiVersion: v1\nkind: A\n"), Some("metadata.name"));
+        assert_eq!(
+            missing("apiVersion: v1\nkind: A\nmetadata: {name: {a: b}}\n"),
+            Some("metadata.name")
+        );
+        // Kustomization files are exempt.
+        assert_eq!(
+            missing("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"),
+            None
+        );
+        assert_eq!(missing("kind: Kustomization\nresources: [a.yaml]\n"), None);
+        assert_eq!(
+            missing(
+                "metadata:\n  annotations:\n    internal.config.kubernetes.io/path: sub/kustomization.yaml\n"
+            ),
+            None
+        );
     }
 
     #[test]

@@ -12,16 +12,22 @@ use super::result::KrmResult;
 pub enum Source<'a> {
     /// The input text, copied as it is (unchanged items).
     Copy(&'a str),
-    /// The input text with patch operations applied as text ([`super::splice`]), for released
-    /// items. Patched while writing, so no second copy of every patched item is held; when the
-    /// text patch declines, the item is parsed again from the text and emitted.
-    Patch(&'a str, &'a [super::outcome::PatchOp]),
+    /// The input text with patch operations applied as text ([`super::splice`]) at the
+    /// positions its layout proves, for released items. Patched while writing, so no second
+    /// copy of every patched item is held; when the text patch declines, the item is parsed
+    /// again from the text and emitted.
+    Patch(
+        &'a str,
+        super::splice::Layout<'a>,
+        &'a [super::outcome::PatchOp],
+    ),
 }
 
 /// Serializes an output ResourceList: the given items, the input's function config, the input's
 /// results followed by the new ones. Written with [`super::emit`] (see there for why not
 /// `serde_yaml::to_writer`). `verbatim`, when not empty, holds for each item the exact input
-/// text to write instead (unchanged items, see [`super::io::ResourceList::item_spans`]).
+/// text to write instead (unchanged items with a proven span, see
+/// [`super::io::ResourceList::item_spans`]).
 pub fn write(
     items: &[Value],
     verbatim: &[Option<&str>],
@@ -118,8 +124,8 @@ pub fn write_to(
                         out.push('\n');
                     }
                 }
-                Some(Source::Patch(text, ops)) => {
-                    if !super::splice::patch_text_into(&mut out, text, ops) {
+                Some(Source::Patch(text, layout, ops)) => {
+                    if !super::splice::patch_text_into(&mut out, text, layout, ops) {
                         // Not reached for patches the engine routes here (see
                         // `splice::can_patch`); correct all the same.
                         let mut tree = parse_item(text, 0..text.len()).ok_or_else(|| {

@@ -2,6 +2,7 @@
 //! writes I/O and never mutates its input (the engine applies the edits).
 
 pub mod announcer;
+pub mod capm3;
 pub mod prepull;
 
 use serde_yaml::Value;
@@ -22,7 +23,7 @@ pub struct Prepared {
 /// A mode's [`io::Observer`].
 #[derive(Debug)]
 pub enum Observer {
-    /// Keeps every item (prepull reads few, small items; no mode when the config is bad).
+    /// Keeps every item (prepull and capm3 read few, small items; no mode when the config is bad).
     KeepAll,
     /// The announcer's inventory, built item by item; Service trees are released.
     Announcer(Box<announcer::Reader>),
@@ -53,9 +54,28 @@ pub fn prepare(function_config: Option<&Value>) -> Prepared {
     Prepared { config, observer }
 }
 
+/// What a mode gives the function: its outcome, and lines for stderr (findings an orchestrator
+/// that does not show results would otherwise hide).
+#[derive(Debug, Default)]
+pub struct Ran {
+    /// Edits and results.
+    pub outcome: Outcome,
+    /// Lines for stderr, without newlines.
+    pub stderr: Vec<String>,
+}
+
+impl From<Outcome> for Ran {
+    fn from(outcome: Outcome) -> Self {
+        Ran {
+            outcome,
+            stderr: Vec::new(),
+        }
+    }
+}
+
 /// Runs the mode selected by the configuration on items that are all in memory.
 pub fn run(config: &FunctionConfig, items: &[Value], function_config: Option<&Value>) -> Outcome {
-    run_observed(config, items, function_config, Observer::KeepAll)
+    run_observed(config, items, function_config, Observer::KeepAll).outcome
 }
 
 /// Runs the mode selected by the configuration. `observer` has seen every item (the
@@ -65,9 +85,14 @@ pub fn run_observed(
     items: &[Value],
     function_config: Option<&Value>,
     observer: Observer,
-) -> Outcome {
+) -> Ran {
     match config {
-        FunctionConfig::MetalLBImagePrepull(spec) => prepull::run(spec, items, function_config),
+        FunctionConfig::MetalLBImagePrepull(spec) => {
+            prepull::run(spec, items, function_config).into()
+        }
+        FunctionConfig::Capm3OSImageSources(spec) => {
+            capm3::run(spec, items, function_config).into()
+        }
         FunctionConfig::LoadBalancerAnnouncer(spec) => {
             let read = match observer {
                 Observer::Announcer(reader) => reader.finish(),

@@ -3,7 +3,10 @@
 #![allow(dead_code)] // each test crate uses a different subset
 
 pub mod crd;
+pub mod examples;
+pub mod json_schema;
 pub mod k8s;
+pub mod prepull;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -90,11 +93,72 @@ pub fn run_cmd(cmd: &mut Command) -> Run {
     }
 }
 
+/// Absolute path of a program on PATH.
+pub fn which(program: &str) -> PathBuf {
+    std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .map(|d| Path::new(d).join(program))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{program} not on PATH"))
+}
+
+/// `$PATH` with the directory of this build's binary first, so that a Kptfile's `exec: cutover`
+/// runs this build.
+pub fn path_with_bin() -> String {
+    format!(
+        "{}:{}",
+        bin().parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 /// A `kpt` command with a clean environment for deterministic output.
 pub fn kpt() -> Command {
     let mut cmd = Command::new("kpt");
     cmd.env("NO_COLOR", "1");
     cmd
+}
+
+/// `kpt fn eval <dir> --exec <this build's binary> --results-dir <tmp> <args>`: what kpt did, and
+/// the function's results from the results file kpt wrote (none when it wrote none).
+pub fn kpt_eval<S: AsRef<std::ffi::OsStr>>(dir: &Path, args: &[S]) -> (Run, Vec<Value>) {
+    let results = tempfile::tempdir().unwrap();
+    let run = run_cmd(
+        kpt()
+            .args(["fn", "eval"])
+            .arg(dir)
+            .arg("--exec")
+            .arg(bin())
+            .arg("--results-dir")
+            .arg(results.path())
+            .args(args),
+    );
+    let found = results_from(results.path()).as_sequence().cloned().unwrap();
+    (run, found)
+}
+
+/// The results of every function in a kpt results file (`FunctionResultList`), in order.
+pub fn results_of(results_file: &str) -> Value {
+    let list: Value = serde_yaml::from_str(results_file).unwrap_or(Value::Null);
+    let all = list
+        .get("items")
+        .and_then(Value::as_sequence)
+        .into_iter()
+        .flatten()
+        .flat_map(|item| {
+            item.get("results")
+                .and_then(Value::as_sequence)
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
+    Value::Sequence(all)
+}
+
+/// [`results_of`] the `results.yaml` kpt wrote into a `--results-dir` (none when it wrote none).
+pub fn results_from(dir: &Path) -> Value {
+    results_of(&std::fs::read_to_string(dir.join("results.yaml")).unwrap_or_default())
 }
 
 /// Copies a package directory into a fresh temporary directory (returns the guard and the path
@@ -244,4 +308,89 @@ fn indent_item(item: &str) -> String {
         out.push('\n');
     }
     out
+}
+
+/// Parses a YAML text (a test's inline object).
+pub fn yaml(src: &str) -> Value {
+    serde_yaml::from_str(src).unwrap()
+}
+
+/// The items of a ResourceList.
+pub fn items(list: &Value) -> &Vec<Value> {
+    list["items"].as_sequence().expect("items")
+}
+
+/// The item of `kind` and `name` of a ResourceList.
+pub fn find<'a>(list: &'a Value, kind: &str, name: &str) -> &'a Value {
+    items(list)
+        .iter()
+        .find(|i| i["kind"] == kind && i["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name}"))
+}
+
+/// Runs the function binary on a ResourceList.
+pub fn run_list(list: &Value) -> Run {
+    run_fn(serde_yaml::to_string(list).unwrap().as_bytes())
+}
+
+/// The ResourceList output of a run that must succeed (exit 0).
+pub fn ok(list: &Value) -> Value {
+    let run = run_list(list);
+    assert_eq!(
+        run.code,
+        0,
+        "stderr: {}\nstdout: {}",
+        run.stderr,
+        run.stdout_str()
+    );
+    run.resource_list()
+}
+
+/// Sets the value at a path of mapping keys, creating the mappings on the way.
+pub fn set_path(v: &mut Value, path: &[&str], value: Value) {
+    let (last, parents) = path.split_last().expect("a non-empty path");
+    let mut cur = v;
+    for key in parents {
+        cur = cur
+            .as_mapping_mut()
+            .expect("mapping")
+            .entry(Value::from(*key))
+            .or_insert_with(|| Value::Mapping(serde_yaml::Mapping::new()));
+    }
+    cur.as_mapping_mut()
+        .expect("mapping")
+        .insert(Value::from(*last), value);
+}
+
+/// A ResourceList with `functionConfig.spec.<key>` set.
+pub fn with_spec(mut list: Value, key: &str, value: Value) -> Value {
+    set_path(&mut list, &["functionConfig", "spec", key], value);
+    list
+}
+
+/// A ResourceList whose item of `kind` and `name` is changed by `f`.
+pub fn edit_item(mut list: Value, kind: &str, name: &str, f: impl FnOnce(&mut Value)) -> Value {
+    let item = list["items"]
+        .as_sequence_mut()
+        .expect("items")
+        .iter_mut()
+        .find(|i| i["kind"] == kind && i["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name}"));
+    f(item);
+    list
+}
+
+/// `kpt fn source examples/<name> --fn-config examples/<name>/fn-config.yaml`: the ResourceList
+/// kpt itself builds for an example.
+pub fn example_source(name: &str) -> Value {
+    let dir = root().join("examples").join(name);
+    let run = run_cmd(
+        kpt()
+            .args(["fn", "source"])
+            .arg(&dir)
+            .arg("--fn-config")
+            .arg(dir.join("fn-config.yaml")),
+    );
+    assert_eq!(run.code, 0, "kpt fn source: {}", run.stderr);
+    run.resource_list()
 }

@@ -3,7 +3,7 @@
 //! `kpt fn eval` hands them to the function, and extra content that stresses the text paths
 //! (long, multi-line and YAML-lookalike strings).
 
-#[path = "../../src/bin/cutover-gen/generate.rs"]
+#[path = "../../src/bin/cutover-gen/generate/mod.rs"]
 #[allow(dead_code)]
 mod generate;
 

@@ -1,7 +1,26 @@
 //! The text patch must give exactly the tree patch's item, or decline.
 
+use serde_yaml::Value;
+
 use super::*;
-use crate::krm::io::parse_item;
+use crate::krm::io::{Observer, ResourceList, parse_item, parse_text_observed};
+
+/// Lets every item go, so each gets its layout recorded.
+struct ReleaseAll;
+
+impl Observer for ReleaseAll {
+    fn observe(&mut self, _: usize, _: &Value) -> bool {
+        false
+    }
+}
+
+/// `text` (one item) read in a ResourceList with its tree released.
+fn read(text: &str) -> (String, ResourceList) {
+    let doc = format!("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n{text}");
+    let (list, _) = parse_text_observed(&doc, |_| ReleaseAll).expect("test item parses");
+    assert_eq!(&doc[list.span(0).expect("proven span")], text);
+    (doc, list)
+}
 
 fn tree(text: &str) -> Value {
     parse_item(text, 0..text.len()).expect("test item parses")
@@ -10,14 +29,14 @@ fn tree(text: &str) -> Value {
 /// Patches both ways; returns whether the text patch applied. When it did, the patched text must
 /// parse to the patched tree (key order included).
 fn check(text: &str, ops: &[PatchOp]) -> bool {
-    let item = tree(text);
-    let maps = patchable_maps(text, &item);
-    if !can_patch(maps, ops) {
+    let (_, list) = read(text);
+    let layout = list.released.layout(0);
+    if !can_patch(text, layout, ops) {
         return false;
     }
-    // Accepted ops never fail.
-    let patched = patch_text(text, ops).unwrap_or_else(|| panic!("declined:\n{text}\n{ops:?}"));
-    let mut want = item.clone();
+    let patched = patch_text(text, layout.unwrap(), ops)
+        .unwrap_or_else(|| panic!("declined:\n{text}\n{ops:?}"));
+    let mut want = tree(text);
     for op in ops {
         op.apply_to(&mut want);
     }
@@ -28,6 +47,9 @@ fn check(text: &str, ops: &[PatchOp]) -> bool {
         serde_yaml::to_string(&want).unwrap(),
         "{text}\n{ops:?}\n{patched}"
     );
+    // The patched text reads back with a layout, as the next run reads it.
+    let (_, again) = read(&patched);
+    assert!(again.released.layout(0).is_some(), "{patched}");
     true
 }
 
@@ -121,53 +143,53 @@ fn variants() -> Vec<(String, bool)> {
             ),
             true,
         ),
-        // Forms the text patch declines (the tree patch is used).
-        (
-            SERVICE.replace("    labels:\n      app: web\n", "    labels: {app: web}\n"),
-            false,
-        ),
-        (
-            SERVICE.replace("    labels:\n      app: web\n", "    labels: ~\n"),
-            false,
-        ),
+        // Comments and blank lines anywhere: the marks are exact, so they are fine.
         (
             SERVICE.replace(
                 "      app: web\n",
                 "      app: web # comment line\n      # c\n",
             ),
-            false,
-        ),
-        (
-            SERVICE.replace("      app: web\n", "      'app': web\n"),
-            false,
-        ),
-        (
-            SERVICE.replace("      app: web\n", "      app: |\n        web\n"),
-            false,
+            true,
         ),
         (
             SERVICE.replace("    name: web\n", "    name: web\n\n"),
-            false,
+            true,
         ),
         (
             SERVICE.replace("  metadata:\n", "  metadata:\n    # why\n"),
-            false,
+            true,
         ),
-        // A quoted scalar over lines that looks like entries.
+        // A quoted scalar over lines that looks like metadata, before the real one.
         (
             SERVICE.replace(
-                "      app: web\n",
-                "      app: \"web\n      metallb.io/loadBalancerIPs: x\"\n",
+                "  metadata:\n",
+                "  note: \"a\n  metadata:\n    labels:\n      x: y\"\n  metadata:\n",
             ),
-            false,
+            true,
         ),
+        // The last annotation a block scalar (kustomize writes its id annotation so), CRLF.
         (
             SERVICE.replace(
-                "  spec:\n",
-                "  note: \"a\n  metadata:\n    labels:\n      x: y\"\n  spec:\n",
+                "      config.kubernetes.io/path: 'ns/services.yaml'\n",
+                "      kustomize.config.k8s.io/id: |\n        kind: Service\n        name: web\n",
             ),
-            false,
+            true,
         ),
+        (SERVICE.replace('\n', "\r\n"), true),
+    ]
+}
+
+/// Labels in forms the text patch declines (the tree patch is used for ops on them).
+fn odd_labels() -> Vec<String> {
+    vec![
+        SERVICE.replace("    labels:\n      app: web\n", "    labels: {app: web}\n"),
+        SERVICE.replace("    labels:\n      app: web\n", "    labels: ~\n"),
+        SERVICE.replace("    labels:\n      app: web\n", "    labels:\n"),
+        SERVICE.replace("      app: web\n", "      'app': web\n"),
+        SERVICE.replace("      app: web\n", "      ? app\n      : web\n"),
+        SERVICE.replace("      app: web\n", "      !!str app: web\n"),
+        SERVICE.replace("    labels:\n", "    labels: &l\n"),
+        SERVICE.replace("      app: web\n", "      <<: {app: web}\n"),
     ]
 }
 
@@ -176,34 +198,79 @@ fn text_patch_equals_tree_patch_or_declines() {
     for (text, must_apply) in variants() {
         for ops in ops_catalogue() {
             let applied = check(&text, &ops);
-            // Every variant marked false must decline only for ops on the odd map; the ops on
-            // the other map may still apply, so only the positive direction is asserted for all.
             if must_apply {
                 assert!(applied, "declined:\n{text}\n{ops:?}");
             }
         }
     }
-}
-
-#[test]
-fn fooling_layouts_never_pass_the_tree_check() {
-    for (text, must_apply) in variants().into_iter().filter(|(_, ok)| !ok) {
-        assert!(!must_apply);
-        let item = tree(&text);
-        let maps = patchable_maps(&text, &item);
-        // The odd forms are all in or around the labels (and the metadata block).
-        assert!(!maps[0], "{text}");
-        assert!(
-            !can_patch(maps, &[PatchOp::set_label("app", "x")]),
-            "{text}"
-        );
+    for text in odd_labels() {
+        for ops in ops_catalogue() {
+            check(&text, &ops);
+        }
     }
 }
 
 #[test]
+fn odd_forms_decline_ops_on_them_only() {
+    for text in odd_labels() {
+        let (_, list) = read(&text);
+        let layout = list.released.layout(0);
+        assert!(
+            !can_patch(&text, layout, &[PatchOp::set_label("app", "x")]),
+            "{text}"
+        );
+        // The annotations are untouched by the odd labels (unless the item has anchors or
+        // merge keys, which keep every map to the tree).
+        if !text.contains('&') && !text.contains("<<") {
+            assert!(
+                can_patch(&text, layout, &[PatchOp::set_annotation("a", "x")]),
+                "{text}"
+            );
+        }
+    }
+}
+
+/// A set on a value that is not one line (a block scalar, a quoted string over lines) declines.
+#[test]
+fn multi_line_values_are_not_replaced() {
+    for text in [
+        SERVICE.replace("      app: web\n", "      app: |\n        web\n"),
+        SERVICE.replace(
+            "      app: web\n",
+            "      app: \"web\n      metallb.io/loadBalancerIPs: x\"\n",
+        ),
+    ] {
+        let (_, list) = read(&text);
+        let layout = list.released.layout(0);
+        assert!(!can_patch(&text, layout, &[PatchOp::set_label("app", "x")]));
+        assert!(check(
+            &text,
+            &[PatchOp::Remove {
+                path: vec!["metadata".into(), "labels".into(), "app".into()]
+            }]
+        ));
+        assert!(check(&text, &[PatchOp::set_label("new", "x")]));
+    }
+}
+
+/// A bare `labels:` (null) stays as it is when the annotations are patched.
+#[test]
+fn untouched_maps_keep_their_bytes() {
+    let text = SERVICE.replace("    labels:\n      app: web\n", "    labels:\n");
+    let (_, list) = read(&text);
+    let ops = [PatchOp::set_annotation("lbipam.cilium.io/ips", "10.0.0.1")];
+    let out = patch_text(&text, list.released.layout(0).unwrap(), &ops).unwrap();
+    assert!(out.contains("    labels:\n    annotations:\n"), "{out}");
+    assert!(check(&text, &ops));
+}
+
+#[test]
 fn untouched_lines_keep_their_bytes() {
+    let (_, list) = read(SERVICE);
+    let layout = list.released.layout(0).unwrap();
     let out = patch_text(
         SERVICE,
+        layout,
         &[PatchOp::set_annotation("lbipam.cilium.io/ips", "10.0.0.1")],
     )
     .unwrap();
@@ -214,18 +281,46 @@ fn untouched_lines_keep_their_bytes() {
             "      config.kubernetes.io/path: 'ns/services.yaml'\n      lbipam.cilium.io/ips: 10.0.0.1\n"
         )
     );
+    // A set replaces the value's text only: the quotes the emitter needs, nothing else.
+    let out = patch_text(SERVICE, layout, &[PatchOp::set_label("app", "on")]).unwrap();
+    assert_eq!(
+        out,
+        SERVICE.replace("      app: web\n", "      app: \"on\"\n")
+    );
+    let text = SERVICE.replace("      app: web\n", "      app: web   # keep me\n");
+    let (_, list) = read(&text);
+    let out = patch_text(
+        &text,
+        list.released.layout(0).unwrap(),
+        &[PatchOp::set_label("app", "x")],
+    )
+    .unwrap();
+    assert!(out.contains("      app: x   # keep me\n"), "{out}");
 }
 
 #[test]
-fn items_without_metadata_are_not_text_patched() {
-    let text = "- apiVersion: v1\n  kind: Service\n  spec: {}\n";
-    assert_eq!(patchable_maps(text, &tree(text)), [false; 2]);
+fn items_without_block_metadata_are_not_text_patched() {
+    for text in [
+        "- apiVersion: v1\n  kind: Service\n  spec: {}\n",
+        "- apiVersion: v1\n  kind: Service\n  metadata: {name: a}\n",
+    ] {
+        let (_, list) = read(text);
+        assert!(list.released.layout(0).is_none(), "{text}");
+    }
     let text = "- apiVersion: v1\n  kind: Service\n  metadata:\n    name: a\n";
-    assert_eq!(patchable_maps(text, &tree(text)), [true; 2]);
+    assert!(check(
+        text,
+        &[
+            PatchOp::set_label("a", "b"),
+            PatchOp::set_annotation("c", "d")
+        ]
+    ));
 }
 
 #[test]
 fn ops_outside_metadata_maps_and_multi_line_values_decline() {
+    let (_, list) = read(SERVICE);
+    let layout = list.released.layout(0).unwrap();
     let ops = [
         PatchOp::Set {
             path: vec!["spec".into(), "type".into(), "x".into()],
@@ -243,26 +338,21 @@ fn ops_outside_metadata_maps_and_multi_line_values_decline() {
     ];
     for op in ops {
         assert!(
-            patch_text(SERVICE, std::slice::from_ref(&op)).is_none(),
+            patch_text(SERVICE, layout, std::slice::from_ref(&op)).is_none(),
             "{op:?}"
         );
     }
 }
 
+/// Keys a reader could take for something else are quoted, and a key longer than a simple
+/// key may be is written explicitly; both read back.
 #[test]
-fn key_lines_are_plain_keys_only() {
-    assert_eq!(key_line("a: b"), Some(("a", "b")));
-    assert_eq!(key_line("a:"), Some(("a", "")));
-    assert_eq!(
-        key_line("metallb.io/ip:   10.0.0.1  "),
-        Some(("metallb.io/ip", "10.0.0.1"))
-    );
-    assert_eq!(key_line("a: b: c"), Some(("a", "b: c")));
-    assert_eq!(key_line("url: http://x"), Some(("url", "http://x")));
-    for no in [
-        "", "a", "a:b: c", "a:b", "a #x: y", "a : b", "- a: b", "'a': b", "\"a\": b", "? a", "# c",
-        "{a: b}", "&x a: b",
-    ] {
-        assert_eq!(key_line(no), None, "{no:?}");
+fn awkward_keys_are_written_readably() {
+    let long = "k".repeat(1100);
+    for key in ["<<", "on", "1.5", "a: b", long.as_str()] {
+        assert!(
+            check(SERVICE, &[PatchOp::set_annotation(key, "v")]),
+            "{key}"
+        );
     }
 }

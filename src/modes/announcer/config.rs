@@ -18,7 +18,9 @@ pub struct LoadBalancerAnnouncerSpec {
     /// Target announcer. When unset, `networking.loadBalancerAnnouncer` from the platform values
     /// item is used, else `metallb` (plan only).
     pub announcer: Option<Announcer>,
-    /// Cilium version (e.g. `1.18.4`); else the Cilium chart version among the items.
+    /// Cilium version (e.g. `1.18.4`); else the tag of an upstream Cilium image in the Cilium
+    /// release values, else the version of the upstream cilium chart. Umbrella charts (cozystack's
+    /// `cozy-cilium`, version `0.0.0` in its source) and rebuilt images never count: set it then.
     pub cilium_version: Option<String>,
     /// Which step of the cutover to emit (`announcer: cilium` only): `prepare` adds the Cilium
     /// pools and Service annotations while MetalLB still answers; `stop-speaker` also stops the

@@ -9,10 +9,11 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use serde_yaml::Value;
 
 use super::cilium::{IpPool, L2Policy, SVC_NAME_LABEL, SVC_NAMESPACE_LABEL, interface_from_regex};
-use super::inputs::{AboutService, Inventory, LbService, Pool};
+use super::inventory::{Advertisement, Inventory, Pool};
 use super::ipam::{CiliumBlock, parse_ip};
 use super::policies::{advertised_pools, pool_names};
 use super::selector::{self, Labels, Matcher, MatcherIndex, canonical};
+use super::service::{AboutService, LbService};
 use super::services::ServicePlan;
 use crate::krm::KrmResult;
 
@@ -83,7 +84,7 @@ fn metallb_admits(
 pub struct Proof<'a> {
     inv: &'a Inventory,
     /// MetalLB: which advertisements cover which pool.
-    covered: Vec<(BTreeSet<String>, &'a super::inputs::Advertisement)>,
+    covered: Vec<(BTreeSet<String>, &'a Advertisement)>,
     /// What each of `covered` announces.
     covered_ann: Vec<BTreeSet<Announcement>>,
     /// MetalLB's announcements by (pool, advertisements that apply to the Service).
@@ -105,6 +106,8 @@ pub struct Proof<'a> {
     checked: usize,
     ok: usize,
     lines: usize,
+    /// Services rendered in the cluster from chart values, which the proof cannot see.
+    unseen: usize,
     results: Vec<KrmResult>,
 }
 
@@ -140,7 +143,7 @@ impl<'a> Proof<'a> {
     ) -> Self {
         let mut sink = Vec::new();
         let known = pool_names(inv);
-        let covered: Vec<(BTreeSet<String>, &super::inputs::Advertisement)> = inv
+        let covered: Vec<(BTreeSet<String>, &Advertisement)> = inv
             .adverts
             .iter()
             .filter_map(|ad| {
@@ -226,6 +229,7 @@ impl<'a> Proof<'a> {
             checked: 0,
             ok: 0,
             lines: 0,
+            unseen: 0,
             results: Vec::new(),
         }
     }
@@ -277,6 +281,12 @@ impl<'a> Proof<'a> {
             .filter(|(_, _, sel)| sel.as_ref().is_none_or(|s| s.matches(&labels)))
             .collect();
         let mut errors = Vec::new();
+        if let Some(rule) = plan.split {
+            errors.push(format!(
+                "Cilium would split its sharing group (rule {rule}, see the sharing error), so it may get \
+                 another IP or none"
+            ));
+        }
         // 1. Addresses: every IP must be allocatable from a pool that selects the Service, and
         //    that pool must be the one MetalLB uses.
         let mut after_pool: Option<String> = None;
@@ -446,11 +456,24 @@ impl<'a> Proof<'a> {
         }
     }
 
+    /// Counts Services the charts render in the cluster (their MetalLB annotations were found
+    /// in chart values): they are not among the items, so the proof cannot check them.
+    pub fn unseen(&mut self, services: usize) {
+        self.unseen += services;
+    }
+
     /// The results: per-Service errors, warnings and (the first few) infos, then the summary.
     pub fn finish(mut self) -> Vec<KrmResult> {
+        let unseen = match self.unseen {
+            0 => String::new(),
+            n => format!(
+                "; {n} Service(s) rendered in the cluster from chart values with MetalLB annotations are not among \
+                 the items and not proven (their annotations are translated in the values)"
+            ),
+        };
         self.results.push(
             KrmResult::info(format!(
-                "coverage: {} of {} LoadBalancer Services served by MetalLB keep their IP, pool, announcing nodes and interfaces",
+                "coverage: {} of {} LoadBalancer Services served by MetalLB keep their IP, pool, announcing nodes and interfaces{unseen}",
                 self.ok, self.checked
             ))
             .tag("check", "coverage"),

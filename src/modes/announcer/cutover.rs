@@ -6,13 +6,14 @@ use std::collections::BTreeMap;
 use serde_yaml::{Mapping, Value};
 
 use super::config::{LoadBalancerAnnouncerSpec, Phase};
-use super::inputs::{AboutService, Inventory, MANAGED_BY};
+use super::inventory::{Inventory, MANAGED_BY};
 use super::report::{service_change, strip_orchestrator};
+use super::service::AboutService;
 use super::version::CiliumVersion;
-use super::{cilium, coverage, policies, services, translate, values};
+use super::{cilium, coverage, policies, services, translate, values, values_annotations};
 use crate::krm::annotations::is_orchestrator_annotation;
 use crate::krm::object::set_file;
-use crate::krm::{Edit, KrmObject, KrmResult, Outcome, PatchOp};
+use crate::krm::{Edit, KrmObject, KrmResult, Outcome, PatchOp, Severity};
 
 /// One run of the cutover for a phase: collects edits per item so several changes to one item
 /// compose (each input item is edited at most once in the final [`Outcome`]).
@@ -31,6 +32,9 @@ pub(super) struct Cutover<'a> {
     /// `(kind, name)` of every object generated in this run, to catch name collisions.
     pub(super) generated: std::collections::BTreeSet<(String, String)>,
     pub(super) results: Vec<KrmResult>,
+    /// Phase prepare found the speaker already stopped (a `phase-order` warning): the next step
+    /// is phase cutover, not stop-speaker.
+    pub(super) speaker_stopped_before: bool,
 }
 
 impl<'a> Cutover<'a> {
@@ -54,6 +58,7 @@ impl<'a> Cutover<'a> {
             added: Vec::new(),
             generated: std::collections::BTreeSet::new(),
             results: Vec::new(),
+            speaker_stopped_before: false,
         }
     }
 
@@ -88,10 +93,34 @@ impl<'a> Cutover<'a> {
         );
     }
 
+    /// Tags the results pushed since `from` with `check` (unless they carry one) and, for a step
+    /// that edits for the phase, with `phase` too: `Some(true)` on every result, `Some(false)`
+    /// on its infos (the edits; its errors and warnings hold in any phase).
+    fn tag_step(&mut self, from: usize, check: &str, phase: Option<bool>) {
+        let name = self.phase.as_str();
+        for r in &mut self.results[from..] {
+            r.tags
+                .entry("check".into())
+                .or_insert_with(|| check.to_owned());
+            let tagged = match phase {
+                Some(all) => all || r.severity == Severity::Info,
+                None => false,
+            };
+            if tagged {
+                r.tags
+                    .entry("phase".into())
+                    .or_insert_with(|| name.to_owned());
+            }
+        }
+    }
+
     pub(super) fn run(mut self) -> Outcome {
         let Some(version) = self.version() else {
+            self.tag_step(0, "cilium-version", None);
             return self.finish();
         };
+        self.tag_step(0, "cilium-version", None);
+        let mark = self.results.len();
         for &i in &self.inv.bgp {
             self.results.push(
                 KrmResult::error(
@@ -102,7 +131,9 @@ impl<'a> Cutover<'a> {
                 .field("kind"),
             );
         }
+        self.tag_step(mark, "bgp", None);
         let mut tr = translate::Translated::default();
+        let mark = self.results.len();
         translate::pools(
             self.inv,
             self.items,
@@ -111,6 +142,8 @@ impl<'a> Cutover<'a> {
             &mut tr,
             &mut self.results,
         );
+        self.tag_step(mark, "pools", None);
+        let mark = self.results.len();
         policies::policies(
             self.inv,
             self.items,
@@ -118,20 +151,33 @@ impl<'a> Cutover<'a> {
             &mut tr,
             &mut self.results,
         );
+        self.tag_step(mark, "l2-policies", None);
         if tr.too_large {
             // The translation stopped at its size bound (see translate::MAX_SELECTOR_POOL_NAMES):
             // nothing to prove or emit.
             return self.finish();
         }
+        let mark = self.results.len();
         self.ipv6(&version);
-        let plans = services::plan(self.inv, &version, &mut self.results);
-        self.cilium_values(&version, plans.len());
+        self.tag_step(mark, "ipv6", None);
+        let protocol_value = self.protocol_value();
+        let mark = self.results.len();
+        let plans = services::plan(self.inv, &version, protocol_value, &mut self.results);
+        self.tag_step(mark, "services", None);
+        // Chart values first: the Services charts render in the cluster hold leases too.
+        let unseen = self.values_annotations(&version);
+        let mark = self.results.len();
+        self.cilium_values(&version, plans.len() + unseen);
+        self.tag_step(mark, "cilium-values", Some(false));
+        let mark = self.results.len();
         self.speaker();
+        self.tag_step(mark, "speaker", Some(true));
         // Generated objects.
         let pools: Vec<cilium::IpPool> = tr.pools.iter().map(|g| g.object.clone()).collect();
         let policies: Vec<cilium::L2Policy> =
             tr.policies.iter().map(|g| g.object.clone()).collect();
         let dir = self.output_dir();
+        let mark = self.results.len();
         for (i, p) in tr.pools.iter().enumerate() {
             self.emit(
                 &p.object,
@@ -150,12 +196,15 @@ impl<'a> Cutover<'a> {
                 );
             }
         }
+        self.tag_step(mark, "generated-objects", Some(false));
         // Services: each is rewritten, then checked by the coverage proof (always against the
         // final state: all pools and policies, and the labels, which every phase writes the same
         // way, read back from the Service's patch), and its plan dropped.
         let pool_label = self.spec.pool_label.clone();
         let mut proof = coverage::Proof::new(self.inv, self.items, &pools, &policies);
+        proof.unseen(unseen);
         let mut rewritten = 0usize;
+        let mark = self.results.len();
         for plan in plans {
             let svc = &self.inv.services[plan.service];
             let ops = services::patch(svc, &plan, self.phase, &pool_label);
@@ -184,21 +233,45 @@ impl<'a> Cutover<'a> {
                 coverage::MAX_SERVICE_LINES
             )));
         }
+        self.tag_step(mark, "service-rewrite", Some(false));
         self.results.extend(proof.finish());
+        let mark = self.results.len();
         if self.phase == Phase::Cutover {
             self.remove_metallb();
-        } else if self.phase == Phase::Prepare {
-            self.results.push(KrmResult::info(
-                "phase prepare: apply, check that every Service kept its IP and Cilium imported it \
-                 (IPAMRequestSatisfied), then run again with phase: stop-speaker",
-            ));
+            self.tag_step(mark, "removal", Some(false));
         } else {
-            self.results.push(KrmResult::info(
-                "phase stop-speaker: apply, wait until no speaker pod runs, then apply phase: cutover at once \
-                 (nobody answers ARP in between)",
-            ));
+            let next = self.next_step();
+            self.results.push(KrmResult::info(next));
+            self.tag_step(mark, "next-step", Some(true));
         }
         self.finish()
+    }
+
+    /// What the operator does after applying phase prepare or stop-speaker. When the phase was
+    /// run out of order (a `phase-order` warning) the usual next phase would be wrong: it says
+    /// what the warning says instead.
+    fn next_step(&self) -> String {
+        let phase = self.phase.as_str();
+        if super::generated_l2_policy(self.inv, self.items).is_some() {
+            format!(
+                "phase {phase} after phase cutover: Cilium already answers ARP, there is no next phase to run. \
+                 To stay on Cilium, run phase: cutover again; to hand the IPs back to MetalLB, revert the cutover \
+                 change and keep the speaker stopped until the policies are gone (see the runbook's rollback)"
+            )
+        } else if self.speaker_stopped_before {
+            "phase prepare with the MetalLB speaker already stopped: do not run phase stop-speaker next. \
+             Run again with phase: cutover and apply it now (nobody answers ARP until then), or revert the \
+             stop-speaker change to give MetalLB the IPs back"
+                .into()
+        } else if self.phase == Phase::Prepare {
+            "phase prepare: apply, check that every Service kept its IP and Cilium imported it \
+             (IPAMRequestSatisfied), then run again with phase: stop-speaker"
+                .into()
+        } else {
+            "phase stop-speaker: apply, wait until no speaker pod runs, then apply phase: cutover at once \
+             (nobody answers ARP in between)"
+                .into()
+        }
     }
 
     fn finish(self) -> Outcome {
@@ -227,86 +300,6 @@ impl<'a> Cutover<'a> {
             edits,
             results: self.results,
         }
-    }
-
-    /// The Cilium version, from the config or the Cilium release; reports errors for versions
-    /// the cutover cannot target.
-    fn version(&mut self) -> Option<CiliumVersion> {
-        if self.inv.cilium.len() > 1 {
-            for r in &self.inv.cilium[1..] {
-                self.results.push(
-                    KrmResult::error("more than one Cilium release among the items")
-                        .about(&self.items[r.index])
-                        .field("spec.chart"),
-                );
-            }
-        }
-        let release = self.inv.cilium.first();
-        let (text, source) = match (&self.spec.cilium_version, release) {
-            (Some(v), _) => (v.clone(), None),
-            (None, Some(r)) => match &r.version {
-                Some(v) => (v.clone(), Some(r.index)),
-                None => (String::new(), Some(r.index)),
-            },
-            (None, None) => (String::new(), None),
-        };
-        let about = |r: KrmResult, this: &Self| match source {
-            Some(i) => {
-                r.about(&this.items[i])
-                    .field(if this.items[i].group() == "helm.cattle.io" {
-                        "spec.version"
-                    } else {
-                        "spec.chart.spec.version"
-                    })
-            }
-            None => this.about_config(r).field("spec.ciliumVersion"),
-        };
-        let Some(version) = CiliumVersion::parse(&text) else {
-            let r = KrmResult::error(format!(
-                "cannot tell the Cilium version{}: set ciliumVersion (it decides cilium.io/v2 vs v2alpha1 pools, \
-                 annotation keys and known regressions)",
-                if text.is_empty() {
-                    String::new()
-                } else {
-                    format!(" from {text:?}")
-                }
-            ));
-            let r = about(r, self);
-            self.results.push(r);
-            return None;
-        };
-        if !version.has_l2_announcements() {
-            let r = about(
-                KrmResult::error(format!("Cilium {version} has no L2 announcements (1.14+)")),
-                self,
-            );
-            self.results.push(r);
-            return None;
-        }
-        match version.is_broken_for_l2() {
-            Some(true) => {
-                let r = about(
-                    KrmResult::error(format!(
-                        "Cilium {version} has L2 announcement/LB-IPAM regressions on the upgrade path \
-                         (cilium/cilium#44222, #44221, #44430): use 1.18.x or 1.19.2+"
-                    ))
-                    .current(text.as_str()),
-                    self,
-                );
-                self.results.push(r);
-            }
-            None => {
-                let r = about(
-                    KrmResult::warning(format!(
-                        "Cilium {version} without a patch number: 1.19.0 and 1.19.1 carry L2/LB-IPAM regressions; make sure it is 1.19.2+"
-                    )),
-                    self,
-                );
-                self.results.push(r);
-            }
-            Some(false) => {}
-        }
-        Some(version)
     }
 
     fn output_dir(&self) -> String {
@@ -405,73 +398,6 @@ impl<'a> Cutover<'a> {
         self.added.push(value);
     }
 
-    fn cilium_values(&mut self, version: &CiliumVersion, services: usize) {
-        let interfaces: Vec<(usize, Option<Vec<String>>)> = self
-            .inv
-            .adverts
-            .iter()
-            .map(|a| {
-                (
-                    a.index,
-                    (!a.spec.interfaces.is_empty()).then(|| a.spec.interfaces.clone()),
-                )
-            })
-            .collect();
-        let Some(release) = self.inv.cilium.first() else {
-            // No resourceRef: the same warning must read the same whichever config form is used.
-            self.results.push(KrmResult::warning(format!(
-                "no Cilium HelmRelease or HelmChart among the items: set these Cilium values yourself before \
-                 phase cutover: kubeProxyReplacement=true, l2announcements.enabled=true, \
-                 k8sClientRateLimit.qps>={} and burst>={} ({services} LoadBalancer Services, one lease each), \
-                 and devices covering the announced interfaces",
-                version.default_rate_limit().0 + (services as u64).div_ceil(self.renew_secs()),
-                2 * (version.default_rate_limit().0 + (services as u64).div_ceil(self.renew_secs()))
-            )));
-            return;
-        };
-        let Some(item) = self.current(release.index).cloned() else {
-            return;
-        };
-        let out = values::cilium(
-            &item,
-            release,
-            version,
-            services,
-            self.spec
-                .lease_renew_deadline
-                .as_ref()
-                .map(|d| d.as_secs_ceil().max(1)),
-        );
-        self.results.extend(out.results);
-        if let Some(new) = out.edited {
-            self.replace(release.index, new);
-        }
-        if let Some(devices) = out.devices {
-            for (index, ifs) in interfaces {
-                let missing: Vec<String> = match &ifs {
-                    None => vec!["(all interfaces)".into()],
-                    Some(list) => list
-                        .iter()
-                        .filter(|i| !devices.iter().any(|d| values::device_covers(d, i)))
-                        .cloned()
-                        .collect(),
-                };
-                if !missing.is_empty() {
-                    self.results.push(
-                        KrmResult::warning(format!(
-                            "Cilium answers ARP only on its devices ({}), but this advertisement announces on {}: \
-                             add the uplink interfaces to Cilium's devices (kube-ovn variant) or nothing will be announced there",
-                            devices.join(" "),
-                            missing.join(", ")
-                        ))
-                        .about(&self.items[index])
-                        .field("spec.interfaces"),
-                    );
-                }
-            }
-        }
-    }
-
     /// MetalLB answers NDP for IPv6 addresses of advertised pools; Cilium's L2 announcer only
     /// does from 1.19 (cilium/cilium#39648), so below that the IPv6 addresses would go dark.
     fn ipv6(&mut self, version: &CiliumVersion) {
@@ -517,7 +443,29 @@ impl<'a> Cutover<'a> {
         }
     }
 
-    fn renew_secs(&self) -> u64 {
+    /// Translates MetalLB annotations in the chart values of every HelmRelease and Package that
+    /// is not the MetalLB installation; returns how many rendered Services they belong to.
+    fn values_annotations(&mut self, version: &CiliumVersion) -> usize {
+        let keys = services::CiliumKeys::for_version(version);
+        let mut services = 0;
+        for &index in &self.inv.value_carriers {
+            if self.inv.install.iter().any(|i| i.index == index) {
+                continue;
+            }
+            let Some(item) = self.current(index) else {
+                continue;
+            };
+            let out = values_annotations::translate(item, &keys, self.phase, &self.spec.pool_label);
+            services += out.services;
+            self.results.extend(out.results);
+            if let Some(new) = out.edited {
+                self.replace(index, new);
+            }
+        }
+        services
+    }
+
+    pub(super) fn renew_secs(&self) -> u64 {
         self.spec
             .lease_renew_deadline
             .as_ref()

@@ -5,9 +5,13 @@ use serde_yaml::Value;
 
 use super::config::Phase;
 use super::cutover::Cutover;
-use super::inputs::{self, InstallKind};
+use super::inputs;
+use super::inventory::{Carrier, InstallKind};
 use super::values;
 use crate::krm::{KrmObject, KrmResult, Severity};
+
+/// The annotation cozystack's platform chart puts on the Packages it renders.
+const HELM_KEEP: (&str, &str) = ("helm.sh/resource-policy", "keep");
 
 impl Cutover<'_> {
     /// Phase stop-speaker stops the speaker; phase cutover refuses to run while it still runs.
@@ -50,8 +54,38 @@ impl Cutover<'_> {
             self.results.push(r);
             return;
         }
+        if self.phase == Phase::Prepare
+            && !self.plan_mode
+            && let Some(&(index, _)) = bearing.iter().find(|(_, s)| *s == Some(true))
+        {
+            self.speaker_stopped_before = true;
+            self.results.push(
+                KrmResult::warning(
+                    "phase prepare, but the MetalLB speaker is already stopped here (phase stop-speaker was applied): \
+                     prepare does not start it again, so nobody answers ARP for the LoadBalancer IPs until phase \
+                     cutover is applied. Apply phase cutover now; to give MetalLB the IPs back instead, revert the \
+                     stop-speaker change",
+                )
+                .about(&self.items[index])
+                .tag("check", "phase-order")
+                .tag("phase", Phase::Prepare.as_str()),
+            );
+        }
         for inst in &self.inv.install {
             let item = &self.items[inst.index];
+            if let InstallKind::Helm {
+                carrier:
+                    Carrier::HelmRelease {
+                        generated_by: Some(package),
+                    },
+                ..
+            } = &inst.kind
+                && self.phase != Phase::Prepare
+            {
+                self.results
+                    .push(generated_release(item, package, "stop or remove MetalLB"));
+                continue;
+            }
             match self.phase {
                 Phase::Prepare => {}
                 Phase::StopSpeaker => {
@@ -98,9 +132,40 @@ impl Cutover<'_> {
         let mut removed_flux: Vec<(String, String, String)> = Vec::new();
         for inst in &inv.install {
             let item = &self.items[inst.index];
-            let why = match inst.kind {
-                InstallKind::HelmRelease { .. } => "MetalLB Helm release; Flux uninstalls MetalLB",
-                InstallKind::HelmChart => "MetalLB HelmChart; helm-controller uninstalls MetalLB",
+            let why = match &inst.kind {
+                InstallKind::Helm {
+                    carrier: Carrier::HelmRelease { .. },
+                    ..
+                } => "MetalLB Helm release; Flux uninstalls MetalLB",
+                InstallKind::Rendered { .. } => {
+                    "MetalLB Helm release rendered from the cozystack Package, which is removed too"
+                }
+                InstallKind::Helm {
+                    carrier: Carrier::Package,
+                    ..
+                } => {
+                    if item.annotation(HELM_KEEP.0) == Some(HELM_KEEP.1) {
+                        self.results.push(
+                            KrmResult::warning(format!(
+                                "this Package carries {}: {}, as cozystack's platform chart renders it; where the platform \
+                                 chart (not this package) applies it, it stays on the cluster: add {} to \
+                                 bundles.disabledPackages of the platform Package and delete it \
+                                 (kubectl delete package.cozystack.io {})",
+                                HELM_KEEP.0,
+                                HELM_KEEP.1,
+                                item.name(),
+                                item.name()
+                            ))
+                            .about(item)
+                            .field(format!("metadata.annotations.{}", HELM_KEEP.0)),
+                        );
+                    }
+                    "cozystack Package; the HelmReleases the cozystack operator generated from it are owned by it and go with it"
+                }
+                InstallKind::Helm {
+                    carrier: Carrier::HelmChart,
+                    ..
+                } => "MetalLB HelmChart; helm-controller uninstalls MetalLB",
                 InstallKind::FluxKustomization => {
                     if inputs::at(item, &["spec", "prune"]) != Some(&Value::Bool(true)) {
                         self.results.push(
@@ -118,7 +183,11 @@ impl Cutover<'_> {
             };
             if matches!(
                 inst.kind,
-                InstallKind::HelmRelease { .. } | InstallKind::FluxKustomization
+                InstallKind::Helm {
+                    carrier: Carrier::HelmRelease { .. },
+                    ..
+                } | InstallKind::Rendered { .. }
+                    | InstallKind::FluxKustomization
             ) {
                 removed_flux.push((
                     item.kind().to_owned(),
@@ -166,4 +235,24 @@ impl Cutover<'_> {
             }
         }
     }
+}
+
+/// Error for an edit of a HelmRelease the cozystack operator generated from a Package that is
+/// not among the items: the operator rewrites the release's spec from the Package on every
+/// reconcile (internal/operator/package_reconciler.go `createOrUpdateHelmRelease`), so the edit
+/// would be undone.
+pub(super) fn generated_release(item: &Value, package: &str, what: &str) -> KrmResult {
+    KrmResult::error(format!(
+        "{} {} is generated by the cozystack operator from Package {package}, which rewrites it on every \
+         reconcile: to {what}, cutover must edit the Package; add Package {package} (cozystack.io/v1alpha1) \
+         to the items",
+        item.kind(),
+        item.name()
+    ))
+    .about(item)
+    .field(format!(
+        "metadata.labels.{}",
+        super::install::COZYSTACK_PACKAGE_LABEL
+    ))
+    .current(package)
 }

@@ -1,25 +1,31 @@
 //! Load-balancer announcer cutover mode (`LoadBalancerAnnouncer`): MetalLB L2 → Cilium LB-IPAM +
 //! L2 announcements without losing a Service IP and without both answering ARP at once.
 //!
-//! Flow (kpt catalog style): read the items (`inputs`) → translate pools and advertisements
-//! (`translate`) and Services (`services`) → edit Helm values (`values`) → prove coverage
-//! (`coverage`) → emit the edits of the selected phase, or (announcer `metallb`) report them as
-//! a plan without changing anything.
+//! Flow (kpt catalog style): read the items (`inputs`) into the `inventory` → translate pools
+//! and advertisements (`translate`) and Services (`services`) → edit Helm values (`values`) →
+//! prove coverage (`coverage`) → emit the edits of the selected phase, or (announcer `metallb`)
+//! report them as a plan without changing anything.
 
 mod cilium;
 mod config;
 mod coverage;
 mod cutover;
+mod helm;
 mod inputs;
+mod install;
+mod inventory;
 mod ipam;
 mod metallb;
 mod policies;
+mod release;
 mod report;
 mod selector;
 mod service;
 mod services;
+mod sharing;
 mod translate;
 mod values;
+mod values_annotations;
 mod version;
 
 pub use config::*;
@@ -27,9 +33,10 @@ pub use inputs::{Reader, read};
 
 use serde_yaml::Value;
 
-use crate::krm::{KrmResult, Outcome, Severity};
+use super::Ran;
+use crate::krm::{KrmObject, KrmResult, Outcome, Severity};
 use cutover::Cutover;
-use inputs::Inventory;
+use inventory::Inventory;
 use report::as_plan;
 
 /// Runs the mode.
@@ -38,22 +45,30 @@ pub fn run(
     items: &[Value],
     function_config: Option<&Value>,
 ) -> Outcome {
-    run_read(spec, items, function_config, inputs::read(items))
+    run_read(spec, items, function_config, inputs::read(items)).outcome
 }
 
 /// Runs the mode on items already read (by a [`Reader`] while they were parsed: the Services'
-/// trees may be gone from `items`).
+/// trees may be gone from `items`). In plan mode the findings also go to stderr, one line each:
+/// under `kubectl kustomize` and other orchestrators that do not show results a plan would
+/// otherwise be silent.
 pub fn run_read(
     spec: &LoadBalancerAnnouncerSpec,
     items: &[Value],
     function_config: Option<&Value>,
     read: (Inventory, Vec<KrmResult>),
-) -> Outcome {
-    let (inv, results) = read;
+) -> Ran {
+    let (inv, mut results) = read;
+    for r in &mut results {
+        r.tags
+            .entry("check".into())
+            .or_insert_with(|| "input".into());
+    }
     let outcome = run_inventory(spec, items, function_config, &inv, results);
     // 10k Services' facts: freed off the critical path, like the engine's garbage.
     crate::krm::free_in_background(inv);
-    outcome
+    let stderr = report::plan_lines(&outcome);
+    Ran { outcome, stderr }
 }
 
 /// [`run_read`] on the inventory, which the caller frees.
@@ -69,9 +84,12 @@ fn run_inventory(
     let mut switch_errors = Vec::new();
     let announcer = resolve_announcer(spec, inv, items, &mut switch_errors);
     let mut outcome = if inv.pools.is_empty() && inv.adverts.is_empty() && inv.bgp.is_empty() {
-        results.push(KrmResult::info(
-            "no MetalLB IPAddressPool, L2Advertisement or BGP object among the items: nothing to migrate",
-        ));
+        results.push(
+            KrmResult::info(
+                "no MetalLB IPAddressPool, L2Advertisement or BGP object among the items: nothing to migrate",
+            )
+            .tag("check", "inventory"),
+        );
         Outcome {
             edits: Vec::new(),
             results,
@@ -93,17 +111,59 @@ fn run_inventory(
     if announcer != Announcer::Cilium {
         outcome = as_plan(outcome);
     }
+    if announcer == Announcer::Cilium
+        && spec.phase != Phase::Cutover
+        && let Some(r) = after_cutover(spec.phase, inv, items)
+    {
+        outcome.results.push(r);
+    }
+    for r in &mut switch_errors {
+        r.tags
+            .entry("check".into())
+            .or_insert_with(|| "announcer-switch".into());
+    }
     outcome.results.splice(0..0, switch_errors);
     // Plan mode has downgraded its own errors, so only cilium-mode or switch errors remain here.
     if outcome.has_errors() {
         // The engine applies nothing when there is an error: drop the infos that describe
         // edits, keep errors and warnings, and say so once.
         outcome.results.retain(|r| r.severity != Severity::Info);
-        outcome.results.push(KrmResult::info(
-            "nothing was changed: fix the errors above and run again",
-        ));
+        outcome.results.push(
+            KrmResult::info("nothing was changed: fix the errors above and run again")
+                .tag("check", "outcome"),
+        );
     }
     outcome
+}
+
+/// The first CiliumL2AnnouncementPolicy cutover generated among the items (phase `cutover` was
+/// applied), by item index.
+fn generated_l2_policy(inv: &Inventory, items: &[Value]) -> Option<usize> {
+    inv.cilium_objects
+        .iter()
+        .find(|((kind, _), index)| {
+            kind == "CiliumL2AnnouncementPolicy"
+                && items[**index].label(inventory::MANAGED_BY.0) == Some(inventory::MANAGED_BY.1)
+        })
+        .map(|(_, &index)| index)
+}
+
+/// Warning for an earlier phase run on the output of phase `cutover`: the L2 policies cutover
+/// generated are among the items.
+fn after_cutover(phase: Phase, inv: &Inventory, items: &[Value]) -> Option<KrmResult> {
+    let index = generated_l2_policy(inv, items)?;
+    Some(
+        KrmResult::warning(format!(
+            "phase {} after phase cutover: the CiliumL2AnnouncementPolicies cutover generated are among the items, \
+             so Cilium answers ARP; an earlier phase does not bring MetalLB back (phase cutover removed it) and leaves \
+             the policies in place. To hand the IPs back to MetalLB, revert the cutover change and keep the speaker \
+             stopped until the policies are gone (see the runbook's rollback)",
+            phase.as_str()
+        ))
+        .about(&items[index])
+        .tag("check", "phase-order")
+        .tag("phase", phase.as_str()),
+    )
 }
 
 /// `spec.announcer`, else the platform values switch, else `metallb`.

@@ -7,7 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_yaml::Value;
 
 use super::cilium::{L2Policy, L2PolicySpec, interface_regex};
-use super::inputs::Inventory;
+use super::inventory::{Advertisement, Inventory};
 use super::selector::{self, key_in, key_not_in};
 use super::translate::{Generated, Translated, meta};
 use crate::krm::KrmResult;
@@ -188,7 +188,7 @@ pub fn pool_names(inv: &Inventory) -> HashSet<&str> {
 /// Names of the pools an advertisement covers (`None` after an error); `known` is
 /// [`pool_names`].
 pub fn advertised_pools(
-    ad: &super::inputs::Advertisement,
+    ad: &Advertisement,
     inv: &Inventory,
     known: &HashSet<&str>,
     item: &Value,

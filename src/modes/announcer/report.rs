@@ -21,6 +21,8 @@ pub(super) fn as_plan(outcome: Outcome) -> Outcome {
         }
         r.message = format!("plan: {}", r.message);
         r.tags.insert("plan".into(), "true".into());
+        // A plan shows all three phases at once.
+        r.tags.remove("phase");
         results.push(r);
     }
     if !outcome.edits.is_empty() {
@@ -29,6 +31,7 @@ pub(super) fn as_plan(outcome: Outcome) -> Outcome {
                 "plan: announcer cilium applies this in three phases: prepare (pools, Service annotations, \
                  Cilium values), stop-speaker (MetalLB speaker stopped), cutover (L2 policies, MetalLB removed)",
             )
+            .tag("check", "plan")
             .tag("plan", "true"),
         );
     }
@@ -49,7 +52,7 @@ pub(super) fn as_plan(outcome: Outcome) -> Outcome {
             // Removals and changes are already described, item by item, by the results above.
             Edit::Replace { .. } | Edit::Patch { .. } | Edit::Remove { .. } => continue,
         };
-        results.push(r.tag("plan", "true"));
+        results.push(r.tag("check", "generated-objects").tag("plan", "true"));
     }
     Outcome {
         edits: Vec::new(),
@@ -57,9 +60,21 @@ pub(super) fn as_plan(outcome: Outcome) -> Outcome {
     }
 }
 
+/// The lines plan mode also writes to stderr: every warning (findings, and errors downgraded for
+/// the plan) and every result about no object in particular (summaries), one line each.
+pub(super) fn plan_lines(outcome: &Outcome) -> Vec<String> {
+    outcome
+        .results
+        .iter()
+        .filter(|r| r.tags.get("plan").is_some_and(|p| p == "true"))
+        .filter(|r| r.severity != Severity::Info || r.resource_ref.is_none())
+        .map(|r| format!("cutover: {r}"))
+        .collect()
+}
+
 /// Info result describing a Service rewrite (`ops`, from [`super::services::patch`]): the keys
 /// added, changed and removed. `old` holds the Service's labels and annotations (see
-/// [`super::inputs::LbService::meta`]); the caller names the Service.
+/// [`super::service::LbService::meta`]); the caller names the Service.
 pub(super) fn service_change(
     old: &Value,
     ops: &[PatchOp],

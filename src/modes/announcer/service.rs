@@ -51,6 +51,37 @@ pub struct Store {
     annotations: Vec<(Span, Option<Span>)>,
     /// Ingress IPs.
     ips: Vec<Span>,
+    /// Service ports (number and protocol) of the Services that ask to share an IP.
+    ports: Vec<(i32, Protocol)>,
+}
+
+/// A Service port's protocol (`TCP` when the item leaves it out, as the API server defaults it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Protocol {
+    /// `TCP`.
+    Tcp,
+    /// `UDP`.
+    Udp,
+    /// `SCTP`.
+    Sctp,
+}
+
+impl Protocol {
+    fn parse(text: Option<&str>) -> Protocol {
+        match text {
+            Some("UDP") => Protocol::Udp,
+            Some("SCTP") => Protocol::Sctp,
+            _ => Protocol::Tcp,
+        }
+    }
+    /// As Kubernetes spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "TCP",
+            Protocol::Udp => "UDP",
+            Protocol::Sctp => "SCTP",
+        }
+    }
 }
 
 impl Store {
@@ -77,6 +108,7 @@ impl Store {
         self.pairs.shrink_to_fit();
         self.annotations.shrink_to_fit();
         self.ips.shrink_to_fit();
+        self.ports.shrink_to_fit();
     }
 }
 
@@ -113,6 +145,9 @@ pub struct LbService {
     selector: Option<Run>,
     /// IPs in `status.loadBalancer.ingress` (in [`Store::ips`]).
     ingress: Run,
+    /// `spec.ports` (in [`Store::ports`]), kept only for Services with a MetalLB
+    /// `allow-shared-ip` annotation (the only ones whose ports the sharing rules compare).
+    ports: Run,
 }
 
 impl LbService {
@@ -152,6 +187,17 @@ impl LbService {
             }
         }
         let annotations = Run(start, a.annotations.len() as u32);
+        let shares = a.annotations[start as usize..]
+            .iter()
+            .any(|(k, _)| a.s(*k).ends_with("/allow-shared-ip"));
+        let start = a.ports.len() as u32;
+        if shares {
+            for port in spec.ports.iter().flatten() {
+                a.ports
+                    .push((port.port, Protocol::parse(port.protocol.as_deref())));
+            }
+        }
+        let ports = Run(start, a.ports.len() as u32);
         let selector = spec
             .selector
             .as_ref()
@@ -186,6 +232,7 @@ impl LbService {
             annotations,
             selector,
             ingress,
+            ports,
         })
     }
 
@@ -303,6 +350,11 @@ impl LbService {
                 .map(|(k, v)| (self.s(*k), self.s(*v)))
                 .collect()
         })
+    }
+    /// `spec.ports` as (port, protocol), for Services with a MetalLB `allow-shared-ip`
+    /// annotation (empty for the others).
+    pub fn ports(&self) -> &[(i32, Protocol)] {
+        self.ports.of(&self.store.ports)
     }
     /// IPs in `status.loadBalancer.ingress`.
     pub fn ingress_ips(&self) -> Vec<String> {

@@ -1,13 +1,15 @@
 //! Service rewrite: MetalLB annotations → Cilium LB-IPAM annotations plus the pool label, edited in
 //! place on the Service's YAML so everything else survives byte for byte.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde_yaml::{Mapping, Value};
 
 use super::config::Phase;
-use super::inputs::{AboutService, Inventory, LbService, METALLB_CLASS};
+use super::inventory::{Inventory, METALLB_CLASS};
 use super::ipam::parse_ip;
+use super::service::{AboutService, LbService};
+use super::sharing;
 use super::version::CiliumVersion;
 use crate::krm::{KrmResult, PatchOp};
 
@@ -66,6 +68,9 @@ pub struct ServicePlan {
     pub label: Option<String>,
     /// Annotations to set.
     pub add: SortedPairs,
+    /// The sharing rule by which Cilium would split the Service's sharing group (see
+    /// [`super::sharing`]), when it would.
+    pub split: Option<&'static str>,
 }
 
 /// A small string map kept as a vector sorted by key: a plan sets one to four annotations, and
@@ -134,15 +139,17 @@ fn split_ips(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Plans the rewrite of every Service MetalLB serves.
+/// Plans the rewrite of every Service MetalLB serves. `protocol_value` is the Cilium Helm value
+/// [`super::sharing::PROTOCOL_DIFFERENTIATION_VALUE`], when set.
 pub fn plan(
     inv: &Inventory,
     version: &CiliumVersion,
+    protocol_value: Option<bool>,
     results: &mut Vec<KrmResult>,
 ) -> Vec<ServicePlan> {
     let keys = CiliumKeys::for_version(version);
     let mut plans = Vec::with_capacity(inv.services.len());
-    let pools: BTreeMap<&str, &super::inputs::Pool> =
+    let pools: BTreeMap<&str, &super::inventory::Pool> =
         inv.pools.iter().map(|p| (p.name.as_str(), p)).collect();
     for (si, svc) in inv.services.iter().enumerate() {
         if !served_by_metallb(svc) {
@@ -237,78 +244,17 @@ pub fn plan(
             ips,
             label,
             add,
+            split: None,
         });
     }
-    sharing(inv, version, &keys, &mut plans, results);
+    let cx = sharing::Context {
+        version,
+        rules: sharing::SharingRules::for_version(version),
+        protocol_value,
+        keys: &keys,
+    };
+    sharing::check(inv, &cx, &mut plans, results);
     plans
-}
-
-/// MetalLB sharing keys are global; Cilium's are per namespace unless every member allows the
-/// other namespaces, and ETP=Local members with different selectors need an explicit permit.
-fn sharing(
-    inv: &Inventory,
-    version: &CiliumVersion,
-    keys: &CiliumKeys,
-    plans: &mut [ServicePlan],
-    results: &mut Vec<KrmResult>,
-) {
-    let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    for (pi, p) in plans.iter().enumerate() {
-        if let Some(k) = p.add.get(keys.sharing_key) {
-            groups.entry(k.clone()).or_default().push(pi);
-        }
-    }
-    for (key, members) in groups {
-        let svcs: Vec<&LbService> = members
-            .iter()
-            .map(|pi| &inv.services[plans[*pi].service])
-            .collect();
-        let namespaces: BTreeSet<&str> = svcs.iter().map(|s| s.namespace()).collect();
-        let first = &inv.services[plans[members[0]].service];
-        if members.len() > 1 {
-            results.push(
-                KrmResult::warning(format!(
-                    "sharing key {key:?} under L2: Cilium elects one announcing node per Service, not per IP, \
-                     so the shared IP can be answered from two nodes (cilium/cilium#48419)"
-                ))
-                .about_svc(first)
-                .field("metadata.annotations")
-                .tag("sharingKey", key.as_str()),
-            );
-        }
-        if namespaces.len() > 1 {
-            let list = namespaces.iter().copied().collect::<Vec<_>>().join(",");
-            for pi in &members {
-                plans[*pi]
-                    .add
-                    .insert(keys.cross_namespace.to_owned(), list.clone());
-            }
-        }
-        let local: Vec<&&LbService> = svcs.iter().filter(|s| s.etp_local()).collect();
-        let selectors: BTreeSet<Option<Vec<(&str, &str)>>> =
-            local.iter().map(|s| s.selector()).collect();
-        let differing = local.len() > 1 && (selectors.len() > 1 || selectors.contains(&None));
-        if differing {
-            if version.supports_permit_different_pods() {
-                for pi in &members {
-                    plans[*pi]
-                        .add
-                        .insert(PERMIT_DIFFERENT_PODS.to_owned(), "true".into());
-                }
-            } else {
-                results.push(
-                    KrmResult::error(format!(
-                        "sharing key {key:?}: externalTrafficPolicy: Local Services with different selectors \
-                         share an IP; Cilium {version} refuses that and would give them different IPs \
-                         ({PERMIT_DIFFERENT_PODS} needs Cilium 1.21+)"
-                    ))
-                    .about_svc(first)
-                    .field("spec.selector")
-                    .tag("sharingKey", key.as_str()),
-                );
-            }
-        }
-    }
 }
 
 #[cfg(test)]
@@ -518,6 +464,7 @@ mod tests {
                             ips: Vec::new(),
                             label: label.clone(),
                             add: add.clone().into_iter().collect(),
+                            split: None,
                         };
                         let want = rewrite(&item, &plan, phase, "pool");
                         let got = patch(svc, &plan, phase, "pool").map(|ops| {

@@ -7,7 +7,7 @@ use super::cilium::{IpPool, L2Policy};
 use super::selector::key_in;
 use super::services::{self, ServicePlan};
 use super::version::CiliumVersion;
-use super::{Phase, coverage, inputs, policies, translate};
+use super::{Phase, coverage, inputs, inventory, policies, translate};
 use crate::krm::{KrmResult, Severity};
 
 const ITEMS: &str = "
@@ -41,7 +41,7 @@ const LABEL: &str = "cutover.dev/address-pool";
 
 struct Fixture {
     items: Vec<Value>,
-    inv: inputs::Inventory,
+    inv: inventory::Inventory,
     plans: Vec<ServicePlan>,
     pools: Vec<IpPool>,
     policies: Vec<L2Policy>,
@@ -56,7 +56,7 @@ fn fixture() -> Fixture {
     let mut results = Vec::new();
     translate::pools(&inv, &items, &version, LABEL, &mut tr, &mut results);
     policies::policies(&inv, &items, LABEL, &mut tr, &mut results);
-    let plans = services::plan(&inv, &version, &mut results);
+    let plans = services::plan(&inv, &version, None, &mut results);
     assert!(!results.iter().any(KrmResult::is_error), "{results:?}");
     Fixture {
         pools: tr.pools.into_iter().map(|g| g.object).collect(),

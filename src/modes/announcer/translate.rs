@@ -7,7 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_yaml::Value;
 
 use super::cilium::{Block, IpPool, IpPoolSpec, L2Policy, Meta, SVC_NAMESPACE_LABEL};
-use super::inputs::{Inventory, MANAGED_BY, Pool};
+use super::inventory::{Inventory, MANAGED_BY, Pool, ServiceAllocation};
 use super::ipam::{Family, Interval, MetalLbAddress, format_ip, split_avoiding_buggy};
 use super::selector::{self, key_in, key_not_in};
 use super::version::CiliumVersion;
@@ -291,7 +291,7 @@ fn range_block(iv: Interval) -> Block {
 /// The extra selector for `spec.serviceAllocation`, or `None` after reporting an error.
 fn allocation_selector(
     pool: &Pool,
-    alloc: &super::inputs::ServiceAllocation,
+    alloc: &ServiceAllocation,
     inv: &Inventory,
     item: &Value,
     auto_count: usize,

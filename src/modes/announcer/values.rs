@@ -3,57 +3,16 @@
 
 use serde_yaml::{Mapping, Value};
 
-use super::inputs::{CiliumRelease, Install, InstallKind, SPEAKER_OFF, at};
+use super::helm::{self, get_path, mapping_at, path};
+use super::inputs::at;
+use super::install::COZYSTACK_KUBEOVN_DEVICES;
+use super::inventory::{CiliumRelease, Install, InstallKind, SPEAKER_OFF};
+use super::sharing::PROTOCOL_DIFFERENTIATION_VALUE;
 use super::version::CiliumVersion;
 use crate::krm::KrmResult;
 
 /// Cilium's default `l2announcements.leaseRenewDeadline`.
 pub const DEFAULT_RENEW_SECS: u64 = 5;
-
-fn mapping_at<'a>(root: &'a mut Value, keys: &[String]) -> Option<&'a mut Mapping> {
-    let mut cur = root.as_mapping_mut()?;
-    for key in keys {
-        let entry = cur
-            .entry(Value::from(key.as_str()))
-            .or_insert_with(|| Value::Mapping(Mapping::new()));
-        if !entry.is_mapping() {
-            *entry = Value::Mapping(Mapping::new());
-        }
-        cur = entry.as_mapping_mut()?;
-    }
-    Some(cur)
-}
-
-fn path(prefix: &[String], rest: &[&str]) -> Vec<String> {
-    prefix
-        .iter()
-        .cloned()
-        .chain(rest.iter().map(|s| (*s).to_owned()))
-        .collect()
-}
-
-fn get_path<'a>(v: &'a Value, keys: &[String]) -> Option<&'a Value> {
-    keys.iter().try_fold(v, |cur, k| cur.get(k.as_str()))
-}
-
-/// Values of a `helm.cattle.io` HelmChart live in a YAML string.
-fn parse_values_content(item: &Value) -> Value {
-    at(item, &["spec", "valuesContent"])
-        .and_then(Value::as_str)
-        .and_then(|t| serde_yaml::from_str::<Value>(t).ok())
-        .filter(Value::is_mapping)
-        .unwrap_or_else(|| Value::Mapping(Mapping::new()))
-}
-
-/// Writes values back as YAML text with the engine's emitter, which quotes every string a YAML
-/// 1.1 reader (Helm) could take for a boolean or number.
-fn write_values_content(item: &mut Value, values: &Value) {
-    let mut text = String::new();
-    crate::krm::emit::emit_document(&mut text, values);
-    if let Some(spec) = mapping_at(item, &["spec".to_owned()]) {
-        spec.insert(Value::from("valuesContent"), Value::from(text));
-    }
-}
 
 /// The patch cutover adds to a Flux Kustomization that installs MetalLB from manifests: the
 /// speaker DaemonSet gets a node selector no node has, so no speaker pod runs.
@@ -74,17 +33,19 @@ fn speaker_patch() -> Value {
 }
 
 /// Whether this installation item leaves the speaker stopped: `Some(true/false)`, or `None` for
-/// items that have nothing to do with the speaker (CRDs, the controller, RBAC …).
+/// items that have nothing to do with the speaker (CRDs, the controller, RBAC, a HelmRelease
+/// rendered from a Package among the items …).
 pub fn speaker_stopped(item: &Value, install: &Install) -> Option<bool> {
     match &install.kind {
-        InstallKind::HelmRelease { prefix } => Some(
-            at(item, &["spec", "values"])
-                .and_then(|values| get_path(values, &path(prefix, &["speaker", "enabled"])))
-                == Some(&Value::Bool(false)),
+        // Helm renders the speaker unless `speaker.enabled` is false (a string "false" is true
+        // to the chart's `if`).
+        InstallKind::Helm { values, .. } => Some(
+            get_path(
+                &helm::read(item, &values.at),
+                &path(&values.prefix, &["speaker", "enabled"]),
+            ) == Some(&Value::Bool(false)),
         ),
-        InstallKind::HelmChart => Some(
-            at(&parse_values_content(item), &["speaker", "enabled"]) == Some(&Value::Bool(false)),
-        ),
+        InstallKind::Rendered { .. } => None,
         InstallKind::FluxKustomization => Some(
             at(item, &["spec", "patches"])
                 .and_then(Value::as_sequence)
@@ -108,32 +69,24 @@ pub fn speaker_stopped(item: &Value, install: &Install) -> Option<bool> {
     }
 }
 
-/// Stops the speaker of one installation item. Returns the edited item and a description, or
-/// `None` when it is already stopped or not a speaker-bearing item.
+/// Stops the speaker of one installation item. Returns the edited item, the field and a
+/// description, or `None` when it is already stopped or not a speaker-bearing item.
 pub fn stop_speaker(item: &Value, install: &Install) -> Option<(Value, String, String)> {
     if speaker_stopped(item, install) != Some(false) {
         return None;
     }
     let mut out = item.clone();
     let (field, what) = match &install.kind {
-        InstallKind::HelmRelease { prefix } => {
-            let p = path(prefix, &["speaker"]);
-            let full = path(&["spec".to_owned(), "values".to_owned()], &[]);
-            let m = mapping_at(&mut out, &[full, p.clone()].concat())?;
-            m.insert("enabled".into(), Value::Bool(false));
+        InstallKind::Helm { values, .. } => {
+            helm::set(
+                &mut out,
+                values,
+                &["speaker", "enabled"],
+                Value::Bool(false),
+            );
             (
-                format!("spec.values.{}.enabled", p.join(".")),
+                values.field("speaker.enabled"),
                 "speaker disabled in the Helm values (the chart then removes the speaker DaemonSet)",
-            )
-        }
-        InstallKind::HelmChart => {
-            let mut values = parse_values_content(item);
-            mapping_at(&mut values, &["speaker".to_owned()])?
-                .insert("enabled".into(), Value::Bool(false));
-            write_values_content(&mut out, &values);
-            (
-                "spec.valuesContent".to_owned(),
-                "speaker disabled in valuesContent (the chart then removes the speaker DaemonSet)",
             )
         }
         InstallKind::FluxKustomization => {
@@ -158,9 +111,39 @@ pub fn stop_speaker(item: &Value, install: &Install) -> Option<(Value, String, S
                 "node selector no node carries added: no speaker pod runs",
             )
         }
-        InstallKind::Manifest { speaker: false } => return None,
+        InstallKind::Rendered { .. } | InstallKind::Manifest { speaker: false } => return None,
     };
     Some((out, field, what.to_owned()))
+}
+
+/// The Cilium values as the chart sees them: the release's own values over the defaults of the
+/// cozystack umbrella chart (packages/system/cilium/values.yaml sets `kubeProxyReplacement:
+/// true`; `values-kubeovn.yaml` sets `devices`), which its values never repeat.
+pub fn effective_cilium_values(item: &Value, release: &CiliumRelease) -> Value {
+    let own = helm::scoped(item, &release.values);
+    if !release.chart.cozystack {
+        return own;
+    }
+    let mut merged = Mapping::new();
+    merged.insert("kubeProxyReplacement".into(), Value::Bool(true));
+    if release.kubeovn {
+        merged.insert("devices".into(), COZYSTACK_KUBEOVN_DEVICES.into());
+    }
+    if let Some(m) = own.as_mapping() {
+        for (k, v) in m {
+            merged.insert(k.clone(), v.clone());
+        }
+    }
+    Value::Mapping(merged)
+}
+
+/// The Cilium Helm value [`PROTOCOL_DIFFERENTIATION_VALUE`], when set.
+pub fn protocol_differentiation(item: &Value, release: &CiliumRelease) -> Option<bool> {
+    let keys: Vec<String> = PROTOCOL_DIFFERENTIATION_VALUE
+        .split('.')
+        .map(str::to_owned)
+        .collect();
+    helm::as_bool(get_path(&effective_cilium_values(item, release), &keys))
 }
 
 /// What was decided about the Cilium release values.
@@ -200,25 +183,21 @@ pub fn cilium(
     renew_override: Option<u64>,
 ) -> CiliumValues {
     let mut out = CiliumValues::default();
-    let (values, base) = if release.flux {
-        (
-            at(item, &["spec", "values"])
-                .cloned()
-                .unwrap_or_else(|| Value::Mapping(Mapping::new())),
-            "spec.values".to_owned(),
-        )
-    } else {
-        (parse_values_content(item), "spec.valuesContent".to_owned())
-    };
-    let prefix = &release.prefix;
-    let field = |rest: &str| {
-        let mut parts = vec![base.clone()];
-        parts.extend(prefix.iter().cloned());
-        parts.push(rest.to_owned());
-        parts.join(".")
-    };
-    let scoped = get_path(&values, prefix).cloned().unwrap_or(Value::Null);
-    if release.flux && at(item, &["spec", "valuesFrom"]).is_some() {
+    let hv = &release.values;
+    let field = |rest: &str| hv.field(rest);
+    let scoped = effective_cilium_values(item, release);
+    let own_values_from = matches!(
+        release.carrier,
+        super::inventory::Carrier::HelmRelease { generated_by: None }
+    );
+    // cozystack's `cozystack-values` Secret holds cluster-wide settings, no chart values.
+    let inspected_elsewhere = at(item, &["spec", "valuesFrom"])
+        .and_then(Value::as_sequence)
+        .is_some_and(|refs| {
+            refs.iter()
+                .any(|r| r.get("name").and_then(Value::as_str) != Some("cozystack-values"))
+        });
+    if own_values_from && inspected_elsewhere {
         out.results.push(
             KrmResult::warning(
                 "spec.valuesFrom is not inspected: kubeProxyReplacement, l2announcements and k8sClientRateLimit \
@@ -257,12 +236,7 @@ pub fn cilium(
             .proposed("lbipam"),
         );
     }
-    let lbipam_off = match scoped.get("enableLBIPAM") {
-        Some(Value::Bool(b)) => !b,
-        Some(Value::String(s)) => s == "false",
-        _ => false,
-    };
-    if lbipam_off {
+    if helm::as_bool(scoped.get("enableLBIPAM")) == Some(false) {
         out.results.push(
             KrmResult::error("enableLBIPAM is false: the Cilium pools would never allocate")
                 .about(item)
@@ -285,15 +259,17 @@ pub fn cilium(
         ),
         _ => None,
     };
-    let mut edited = values.clone();
+    let mut edited = item.clone();
     let mut changed = false;
     let l2 = get_path(&scoped, &["l2announcements".into(), "enabled".into()]);
-    let l2_on = matches!(l2, Some(Value::Bool(true))) || l2.and_then(Value::as_str) == Some("true");
-    if !l2_on {
-        if let Some(m) = mapping_at(&mut edited, &path(prefix, &["l2announcements"])) {
-            m.insert("enabled".into(), Value::Bool(true));
-            changed = true;
-        }
+    if helm::as_bool(l2) != Some(true) {
+        helm::set(
+            &mut edited,
+            hv,
+            &["l2announcements", "enabled"],
+            Value::Bool(true),
+        );
+        changed = true;
         out.results.push(
             KrmResult::info(
                 "L2 announcements enabled (Cilium agents restart; nothing is announced until a policy exists)",
@@ -320,11 +296,19 @@ pub fn cilium(
     let needed = default_qps + (services as u64).div_ceil(renew);
     if qps < needed {
         let new_burst = burst.max(needed * 2);
-        if let Some(m) = mapping_at(&mut edited, &path(prefix, &["k8sClientRateLimit"])) {
-            m.insert("qps".into(), Value::from(needed));
-            m.insert("burst".into(), Value::from(new_burst));
-            changed = true;
-        }
+        helm::set(
+            &mut edited,
+            hv,
+            &["k8sClientRateLimit", "qps"],
+            Value::from(needed),
+        );
+        helm::set(
+            &mut edited,
+            hv,
+            &["k8sClientRateLimit", "burst"],
+            Value::from(new_burst),
+        );
+        changed = true;
         out.results.push(
             KrmResult::info(format!(
                 "k8sClientRateLimit raised: {services} LoadBalancer Service lease(s) renewed every {renew}s need \
@@ -338,15 +322,7 @@ pub fn cilium(
         );
     }
     if changed {
-        let mut new_item = item.clone();
-        if release.flux {
-            if let Some(spec) = mapping_at(&mut new_item, &["spec".to_owned()]) {
-                spec.insert("values".into(), edited);
-            }
-        } else {
-            write_values_content(&mut new_item, &edited);
-        }
-        out.edited = Some(new_item);
+        out.edited = Some(edited);
     }
     out
 }
@@ -361,6 +337,8 @@ pub fn device_covers(device: &str, iface: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::install::{Chart, HelmValues, ValuesAt};
+    use super::super::inventory::Carrier;
     use super::*;
 
     #[test]
@@ -371,7 +349,13 @@ mod tests {
         .unwrap();
         let install = Install {
             index: 0,
-            kind: InstallKind::HelmChart,
+            kind: InstallKind::Helm {
+                values: HelmValues {
+                    at: ValuesAt::Text,
+                    prefix: Vec::new(),
+                },
+                carrier: Carrier::HelmChart,
+            },
         };
         let (out, _, _) = stop_speaker(&item, &install).unwrap();
         let text = out["spec"]["valuesContent"].as_str().unwrap();
@@ -395,9 +379,17 @@ mod tests {
         .unwrap();
         let rel = CiliumRelease {
             index: 0,
-            flux: true,
-            prefix: vec![],
-            version: None,
+            values: HelmValues {
+                at: ValuesAt::Tree(vec!["spec".into(), "values".into()]),
+                prefix: Vec::new(),
+            },
+            carrier: Carrier::HelmRelease { generated_by: None },
+            chart: Chart {
+                name: "cilium".into(),
+                version: None,
+                cozystack: false,
+            },
+            kubeovn: false,
         };
         let v = CiliumVersion::parse("1.18.4").unwrap();
         let out = cilium(&item, &rel, &v, 12, None);

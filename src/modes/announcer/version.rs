@@ -80,14 +80,9 @@ impl CiliumVersion {
         self.at_least(1, 14)
     }
 
-    /// `lbipam.cilium.io/sharing-permit-different-pods` (cilium/cilium#45819) is first shipped in
-    /// the 1.21 series.
-    pub fn supports_permit_different_pods(&self) -> bool {
-        self.at_least(1, 21)
-    }
-
     /// 1.19.0 and 1.19.1 carry L2/LB-IPAM regressions on the upgrade path (cilium/cilium#44222,
-    /// #44221, #44430). `Some(false)` = known good, `None` = `1.19` without a patch number.
+    /// cilium/cilium#44221, cilium/cilium#44430). `Some(false)` = known good, `None` = `1.19`
+    /// without a patch number.
     pub fn is_broken_for_l2(&self) -> Option<bool> {
         if (self.major, self.minor) != (1, 19) {
             return Some(false);
@@ -130,10 +125,9 @@ mod tests {
             CiliumVersion::parse("1.17.9").unwrap().pool_api_version(),
             "cilium.io/v2alpha1"
         );
-        assert!(
-            CiliumVersion::parse("1.21.0-pre.3")
-                .unwrap()
-                .supports_permit_different_pods()
+        assert_eq!(
+            CiliumVersion::parse("1.21.0-pre.3").unwrap().to_string(),
+            "1.21.0"
         );
         assert!(CiliumVersion::parse(">=1.18").is_none());
         assert!(CiliumVersion::parse("1.18.x").is_none());

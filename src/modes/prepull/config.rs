@@ -50,11 +50,15 @@ pub struct MetalLBImagePrepullSpec {
     pub wait_timeout: Duration,
     /// What the waiter does when the rollout is not complete after `waitTimeout`.
     pub on_timeout: OnTimeout,
-    /// Flux source of the prepull unit (where the rendered payload directory is published);
-    /// copied from the gated Kustomization when unset, required for a kustomize generator call.
-    pub source_ref: Option<SourceRef>,
-    /// `spec.path` of the prepull Flux Kustomization and directory its payload is written to.
-    pub path: String,
+    /// Where the payload is published for Flux. Required when the gate opens: the unit's Flux
+    /// Kustomization reconciles `source.path` of this source, so the payload must be there.
+    pub source: Option<PayloadSource>,
+    /// Package directory the payload files (DaemonSet, waiter, `kustomization.yaml`) are written
+    /// to; publish it so that it is `source.path` in `source.sourceRef`.
+    pub payload_dir: String,
+    /// `rendered` adds the unit to the rendered Flux Kustomizations; `sylva-values` adds it to the
+    /// sylva-units values document it read (sylva-units then renders it).
+    pub output: Output,
     /// priorityClassName of the pre-pull and waiter pods.
     pub priority_class_name: Option<String>,
     /// Names of image pull secrets (in `namespace`) for the pre-pull and waiter pods (copies of
@@ -67,6 +71,15 @@ pub struct MetalLBImagePrepullSpec {
     /// default to root, so Pod Security "restricted" needs an explicit uid).
     #[schemars(range(min = 1))]
     pub run_as_user: i64,
+    /// Removed field `sourceRef` (replaced by `source.sourceRef`): kept only to name it in the
+    /// error instead of a bare "unknown field".
+    #[serde(rename = "sourceRef", skip_serializing)]
+    #[schemars(skip)]
+    pub removed_source_ref: Option<serde::de::IgnoredAny>,
+    /// Removed field `path` (replaced by `source.path` and `payloadDir`), see `removed_source_ref`.
+    #[serde(rename = "path", skip_serializing)]
+    #[schemars(skip)]
+    pub removed_path: Option<serde::de::IgnoredAny>,
 }
 
 impl Default for MetalLBImagePrepullSpec {
@@ -84,12 +97,15 @@ impl Default for MetalLBImagePrepullSpec {
             namespace: "metallb-system".into(),
             wait_timeout: Duration::parse("10m").expect("valid default"),
             on_timeout: OnTimeout::Proceed,
-            source_ref: None,
-            path: "./metallb-image-prepull".into(),
+            source: None,
+            payload_dir: "metallb-image-prepull".into(),
+            output: Output::Rendered,
             priority_class_name: None,
             image_pull_secrets: Vec::new(),
             tolerations: None,
             run_as_user: 65534,
+            removed_source_ref: None,
+            removed_path: None,
         }
     }
 }
@@ -171,20 +187,66 @@ pub enum ValuesKind {
     HelmRelease,
 }
 
+/// Which objects carry the unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Output {
+    /// Edit the rendered sylva-units output: add the unit's Flux Kustomization and make the
+    /// `metallb` Kustomization depend on it (for operators who apply rendered output).
+    Rendered,
+    /// Edit the sylva-units values document (`units.metallb-image-prepull`,
+    /// `units.metallb.depends_on`): sylva-units renders the unit in the cluster.
+    SylvaValues,
+}
+
+/// Where the payload is published (`spec.source`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PayloadSource {
+    /// Flux source holding the published payload (`output: rendered`: required; it becomes the
+    /// unit's `spec.sourceRef`).
+    pub source_ref: Option<SourceRef>,
+    /// Path of the payload directory inside that source (the unit's `spec.path`), e.g.
+    /// `./platform/metallb-image-prepull`.
+    pub path: Option<String>,
+    /// `output: sylva-values`: name of the `source_templates` entry holding the payload (the
+    /// unit's `repo`; sylva-units derives the sourceRef from it).
+    pub repo: Option<String>,
+}
+
+/// Kinds of Flux source a Kustomization can reconcile the payload from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum SourceKind {
+    /// `source.toolkit.fluxcd.io` GitRepository (commit the payload directory).
+    GitRepository,
+    /// `source.toolkit.fluxcd.io` OCIRepository (`flux push artifact`).
+    OCIRepository,
+    /// `source.toolkit.fluxcd.io` Bucket (upload the directory).
+    Bucket,
+}
+
+impl SourceKind {
+    /// The `kind:` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceKind::GitRepository => "GitRepository",
+            SourceKind::OCIRepository => "OCIRepository",
+            SourceKind::Bucket => "Bucket",
+        }
+    }
+}
+
 /// A Flux source reference (`spec.sourceRef` of a Kustomization).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SourceRef {
-    /// `OCIRepository`, `GitRepository`, `Bucket` or `ExternalArtifact`.
-    pub kind: String,
+    /// `GitRepository`, `OCIRepository` or `Bucket`.
+    pub kind: SourceKind,
     /// Name of the source.
     pub name: String,
-    /// Namespace of the source.
+    /// Namespace of the source (default: the unit's namespace).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
-    /// apiVersion of the source.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub api_version: Option<String>,
 }
 
 /// A pod toleration (core/v1 `Toleration`).

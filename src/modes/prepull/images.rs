@@ -1,11 +1,13 @@
 //! Which images to pre-pull: `spec.images`, else the frr-k8s and frr refs the metallb chart will
 //! actually use (chart value overrides, so an air-gapped mirror is hit), else the Sylva 1.7
-//! defaults. The speaker image is never pre-pulled.
+//! defaults. The speaker image is never pre-pulled: it is identified from the same chart values
+//! (`speaker.image.repository`, with a mirror or a renamed repository) and the chart default.
 
 use serde_yaml::Value;
 
 use super::config::{DEFAULT_FRR_IMAGE, DEFAULT_FRR_K8S_IMAGE, MetalLBImagePrepullSpec};
 use super::config_field;
+use super::helm_unit;
 use super::image::ImageRef;
 use super::inputs::Inputs;
 use super::values::{Origin, SylvaValues};
@@ -21,7 +23,7 @@ pub struct PrepullImage {
 }
 
 /// Why the speaker must not be pre-pulled (shared by the error results).
-pub const SPEAKER_REASON: &str = "the MetalLB speaker image must not be pre-pulled: the native \
+pub const SPEAKER_REASON: &str = "it must not be pre-pulled: the native \
      speaker pods must roll slowly (pulling their new image) so that at least one frr-k8s pod is \
      up before the last native speaker pod is replaced; the speaker reports Ready on process \
      start, not when BGP is re-established, so a pre-pulled speaker rolls in seconds and \
@@ -36,6 +38,10 @@ struct ChartValues<'a> {
     about: Option<&'a Value>,
     field: String,
 }
+
+/// The MetalLB chart's default speaker repository (metallb `charts/metallb/values.yaml`
+/// `speaker.image.repository`; the tag defaults to the chart's appVersion).
+pub const DEFAULT_SPEAKER_REPOSITORY: &str = "quay.io/metallb/speaker";
 
 /// (what, path of the image block under the metallb chart values, default)
 const TARGETS: [(&str, &[&str], &str); 2] = [
@@ -57,8 +63,12 @@ pub fn resolve(
     items: &[Value],
     inputs: &Inputs,
     values: &SylvaValues,
+    gated: Option<&Value>,
     fc: Option<&Value>,
 ) -> Result<Vec<PrepullImage>, KrmResult> {
+    let patched = gated.and_then(helm_unit::patched_spec);
+    let sources = chart_values(items, inputs, values, gated.zip(patched.as_ref()), fc);
+    let speakers = speaker_repositories(&sources)?;
     if let Some(images) = &spec.images {
         let fc_err = |message: String, field: String| {
             let r = KrmResult::error(message).field(config_field(fc, &field));
@@ -76,11 +86,12 @@ pub fn resolve(
         }
         let mut out: Vec<PrepullImage> = Vec::with_capacity(images.len());
         for (i, image) in images.iter().enumerate() {
-            if image.is_metallb_speaker() {
-                return Err(
-                    fc_err(format!("{image}: {SPEAKER_REASON}"), format!("images[{i}]"))
-                        .current(image.as_str()),
-                );
+            if let Some(why) = speaker_evidence(image, &speakers) {
+                return Err(fc_err(
+                    format!("{image} is the MetalLB speaker image ({why}); {SPEAKER_REASON}"),
+                    format!("images[{i}]"),
+                )
+                .current(image.as_str()));
             }
             if out.iter().any(|o| o.image == *image) {
                 return Err(
@@ -95,12 +106,56 @@ pub fn resolve(
         }
         return Ok(out);
     }
-    let sources = chart_values(items, inputs, values, fc);
     let mut out = Vec::with_capacity(TARGETS.len());
     for (what, path, default) in TARGETS {
-        out.push(one_image(what, path, default, &sources)?);
+        let image = one_image(what, path, default, &sources)?;
+        if let Some(why) = speaker_evidence(&image.image, &speakers) {
+            return Err(KrmResult::error(format!(
+                "the {what} image resolved from {} is the MetalLB speaker image {} ({why}); {SPEAKER_REASON}; \
+                 fix the chart values or set spec.images",
+                image.source, image.image
+            )));
+        }
+        out.push(image);
     }
     Ok(out)
+}
+
+/// A speaker repository and where it was read.
+struct Speaker {
+    repository: String,
+    source: String,
+}
+
+/// The speaker repositories the release may use: `speaker.image.repository` of every chart value
+/// source (a mirror or a renamed repository such as `…/metallb-speaker`), and the chart default.
+fn speaker_repositories(sources: &[ChartValues<'_>]) -> Result<Vec<Speaker>, KrmResult> {
+    let mut out = vec![Speaker {
+        repository: DEFAULT_SPEAKER_REPOSITORY.into(),
+        source: "the metallb chart's default speaker.image.repository".into(),
+    }];
+    for src in sources {
+        if let Some(repo) = scalar(src, &["speaker", "image"], "repository")? {
+            out.push(Speaker {
+                repository: repo.trim_end_matches('/').to_owned(),
+                source: format!("speaker.image.repository in {}", src.source),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Why `image` is a speaker image, if it is: its repository is one the release uses for the
+/// speaker, or it is a mirror path of the default one (`<mirror>/quay.io/metallb/speaker`), which
+/// would warm the same layers.
+fn speaker_evidence(image: &ImageRef, speakers: &[Speaker]) -> Option<String> {
+    let repo = image.repository();
+    if let Some(s) = speakers.iter().find(|s| s.repository == repo) {
+        return Some(format!("repository {repo} is {}", s.source));
+    }
+    image
+        .is_metallb_speaker()
+        .then(|| format!("{repo} mirrors the default speaker repository metallb/speaker"))
 }
 
 /// Chart value trees, highest precedence first.
@@ -108,6 +163,7 @@ fn chart_values<'a>(
     items: &'a [Value],
     inputs: &Inputs,
     values: &'a SylvaValues,
+    gated: Option<(&'a Value, &'a Value)>,
     fc: Option<&'a Value>,
 ) -> Vec<ChartValues<'a>> {
     let mut out = Vec::new();
@@ -124,6 +180,20 @@ fn chart_values<'a>(
                 field: "spec.values".into(),
             });
         }
+    }
+    // The HelmRelease spec the gated Helm unit patches in: the values sylva-units rendered.
+    if let Some((kustomization, spec)) = gated
+        && let Some(v) = spec.get("values").filter(|v| v.is_mapping())
+    {
+        out.push(ChartValues {
+            values: v,
+            source: format!(
+                "the HelmRelease patched in by Kustomization {}",
+                kustomization.name()
+            ),
+            about: Some(kustomization),
+            field: "spec.patches".into(),
+        });
     }
     let (about, prefix) = match &values.origin {
         Origin::Inline => (fc, config_field(fc, "values")),
@@ -211,7 +281,9 @@ fn one_image(
     let tag_text = tag.as_ref().map_or(default_tag, |(t, _)| t.as_str());
     let text = format!("{repo}:{tag_text}");
     let src = repository.as_ref().or(tag.as_ref()).map(|(_, s)| *s);
-    let describe = src.map_or_else(String::new, |s| format!("{} {}", s.source, path.join(".")));
+    let describe = src.map_or_else(String::new, |s| {
+        format!("{} at {}", s.source, path.join("."))
+    });
     match ImageRef::parse(&text) {
         Ok(image) => Ok(PrepullImage {
             image,
@@ -246,7 +318,7 @@ mod tests {
         v: &SylvaValues,
     ) -> Result<Vec<String>, KrmResult> {
         let inputs = Inputs::scan(items, None, "metallb");
-        resolve(spec, items, &inputs, v, None)
+        resolve(spec, items, &inputs, v, None, None)
             .map(|l| l.into_iter().map(|i| i.image.to_string()).collect())
     }
 

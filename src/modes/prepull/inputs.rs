@@ -3,6 +3,7 @@
 
 use serde_yaml::Value;
 
+use super::siblings::ROOT_DEPENDENCY_WAIT;
 use crate::krm::KrmObject;
 use crate::krm::annotations::LOCAL_CONFIG;
 
@@ -30,6 +31,12 @@ pub struct Inputs {
     pub gated: Vec<usize>,
     /// Flux Kustomizations that are sylva units (label `sylva-units.unit`), excluding ours.
     pub unit_kustomizations: Vec<usize>,
+    /// A Flux Kustomization named like our unit that this mode did not generate (e.g. a unit
+    /// sylva-units itself renders under that name).
+    pub foreign_unit: Option<usize>,
+    /// Flux Kustomizations sylva-units' root-dependency Job waits for (label
+    /// `sylva-units/root-dependency-wait`), excluding ours.
+    pub waiting_kustomizations: Vec<usize>,
     /// Flux Kustomization `sylva-units-status`.
     pub status_kustomization: Option<usize>,
     /// ConfigMap `sylva-units-status`.
@@ -70,11 +77,17 @@ impl Inputs {
                     if item.name() == gated_name {
                         inputs.gated.push(index);
                     }
+                    if item.name() == UNIT {
+                        inputs.foreign_unit.get_or_insert(index);
+                    }
                     if item.name() == STATUS_NAME {
                         inputs.status_kustomization.get_or_insert(index);
                     }
                     if item.label(SYLVA_UNIT_LABEL).is_some() {
                         inputs.unit_kustomizations.push(index);
+                    }
+                    if item.label(ROOT_DEPENDENCY_WAIT).is_some() {
+                        inputs.waiting_kustomizations.push(index);
                     }
                 }
                 ("", "ConfigMap") if item.name() == STATUS_NAME => {

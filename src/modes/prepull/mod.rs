@@ -5,26 +5,34 @@
 //! on it, so frr-k8s pods start in seconds when the chart switches the BGP backend.
 //!
 //! Flow (kpt catalog style): read config → index items → find the sylva values → evaluate the
-//! gate → resolve images → render the unit → reconcile with what an earlier run generated.
+//! gate → resolve images → render the unit → reconcile with what an earlier run generated. The
+//! unit goes into the rendered Flux Kustomizations (`output: rendered`) or into the sylva-units
+//! values (`output: sylva-values`); the payload is written to `payloadDir` either way.
 
 mod config;
 mod daemonset;
 mod gate;
+mod helm_unit;
 mod image;
 mod images;
 mod inputs;
 mod pod;
 mod reconcile;
 mod render;
+mod siblings;
+mod source;
+mod sylva_values;
 #[cfg(test)]
 mod test_support;
 mod unit;
 mod values;
+mod values_text;
 mod waiter;
 
 pub use config::*;
 pub use image::ImageRef;
 pub use inputs::{GENERATED_BY, UNIT};
+pub use values::type_name;
 
 use serde_yaml::Value;
 
@@ -54,7 +62,25 @@ pub fn run(
     }
 }
 
-fn fc_error(fc: Option<&Value>, message: String, field: &str) -> KrmResult {
+/// Gives an error result the `check` tag of the step that produced it, unless it has one.
+trait Check<T> {
+    fn check(self, name: &str) -> Result<T, KrmResult>;
+}
+
+impl<T> Check<T> for Result<T, KrmResult> {
+    fn check(self, name: &str) -> Result<T, KrmResult> {
+        self.map_err(|r| {
+            if r.tags.contains_key("check") {
+                r
+            } else {
+                r.tag("check", name)
+            }
+        })
+    }
+}
+
+/// An error about the function config at `field` (in the form the user wrote, see [`config_field`]).
+pub(crate) fn fc_error(fc: Option<&Value>, message: String, field: &str) -> KrmResult {
     let r = KrmResult::error(message).field(config_field(fc, field));
     match fc {
         Some(fc) => r.about(fc),
@@ -64,6 +90,7 @@ fn fc_error(fc: Option<&Value>, message: String, field: &str) -> KrmResult {
 
 /// Checks the configuration values serde cannot.
 fn validate(spec: &MetalLBImagePrepullSpec, fc: Option<&Value>) -> Result<(), KrmResult> {
+    source::reject_removed_fields(spec, fc)?;
     if spec.run_as_user <= 0 {
         return Err(fc_error(
             fc,
@@ -104,22 +131,25 @@ fn plan(
     items: &[Value],
     fc: Option<&Value>,
 ) -> Result<Outcome, KrmResult> {
-    validate(spec, fc)?;
-    unit::payload_dir(spec, fc)?;
+    validate(spec, fc).check("config")?;
+    source::payload_dir(spec, fc).check("source")?;
     let inputs = inputs::Inputs::scan(items, fc, &spec.kustomization);
     let generator = inputs.is_generator_call();
-    let Some(values) = values::locate(spec, items, &inputs, fc)? else {
+    let Some(values) = values::locate(spec, items, &inputs, fc).check("values")? else {
         let message = if generator {
             "no sylva values: a kustomize generator receives only its function config, so give the values inline in spec.values".to_string()
         } else {
             "no sylva values found: give spec.values, spec.valuesFrom, or include Secret sylva-units-values, ConfigMap sylva-units-values or HelmRelease sylva-units among the items".to_string()
         };
-        return Err(fc_error(fc, message, "values"));
+        return Err(fc_error(fc, message, "values").tag("check", "values"));
     };
-    let gate = gate::evaluate(spec, items, &inputs, &values, fc)?;
+    if spec.output == Output::SylvaValues {
+        sylva_values::check_writable(&values, items, fc).check("sylva-values")?;
+    }
+    let gate = gate::evaluate(spec, items, &inputs, &values, fc).check("gate")?;
     let gated = gate.gated.map(|i| &items[i]);
     if let Some(g) = gated {
-        unit::depends_on(g)?;
+        unit::depends_on(g).check("depends-on")?;
     }
     let mut out = Outcome::default();
     out.push(
@@ -129,6 +159,8 @@ fn plan(
     out.results.extend(gate.results(items));
     if !gate.is_open() {
         reconcile::remove_unit(items, &inputs, gate.gated, &mut out);
+        remove_from_values(&values, items, "because the gate is closed", &mut out)
+            .check("sylva-values")?;
         out.push(
             KrmResult::info(format!(
                 "gate closed, no {UNIT} unit: {}",
@@ -138,32 +170,121 @@ fn plan(
         );
         return Ok(out);
     }
-    let images = images::resolve(spec, items, &inputs, &values, fc)?;
+    let payload = source::resolve(spec, fc).check("source")?;
+    let images = images::resolve(spec, items, &inputs, &values, gated, fc).check("images")?;
     for image in &images {
         out.push(
             KrmResult::info(format!("pre-pull {} ({})", image.image, image.source))
                 .tag("check", "images"),
         );
     }
-    let settings = unit::settings(spec, items, &inputs, gated, fc)?;
-    if let Some(warning) = gated.and_then(|g| unit::kube_config_warning(items, &inputs, g)) {
-        out.push(warning);
-    }
-    let rendered = render::render(spec, &images, &settings);
-    let changed = reconcile::apply_unit(items, &inputs, rendered.objects, &mut out);
-    match gate.gated {
-        Some(index) if !generator => {
-            reconcile::add_depends_on(index, &items[index], &mut out);
+    let (rendered, changed) = match spec.output {
+        Output::Rendered if inputs.foreign_unit.is_some() => {
+            let foreign = &items[inputs.foreign_unit.unwrap_or_default()];
+            out.push(
+                KrmResult::warning(format!(
+                    "Kustomization {} is not generated by cutover (no {GENERATED_BY} annotation; sylva-units may \
+                     render a unit of that name itself): left alone, no unit or payload written and {} not made to \
+                     depend on it here",
+                    foreign.name(),
+                    spec.kustomization
+                ))
+                .about(foreign)
+                .tag("check", "unit"),
+            );
+            // What an earlier run generated would collide with it; metallb's dependsOn on that
+            // name stays (it now points at the foreign unit, which is what its owner wants).
+            reconcile::apply_unit(items, &inputs, Vec::new(), &mut out);
+            return Ok(out);
         }
-        _ => out.push(
-            KrmResult::info(format!(
-                "kustomize generator call (only the function config came in): the {UNIT} unit and its payload are emitted, \
-                 but Kustomization {} is not among the items, so its spec.dependsOn was NOT rewritten; add {{name: {UNIT}}} to it yourself",
-                spec.kustomization
-            ))
-            .tag("check", "depends-on"),
-        ),
-    }
+        Output::Rendered => {
+            let settings = unit::settings(&payload, items, &inputs, gated).check("unit")?;
+            if let Some(rev) = settings.identity.annotations.get(siblings::HELM_REVISION) {
+                out.push(
+                    KrmResult::info(format!(
+                        "the unit carries {}={rev}, as do {} and all {} Kustomization(s) labelled {}, so the \
+                         root-dependency-{rev} Job sees it updated",
+                        siblings::HELM_REVISION,
+                        spec.kustomization,
+                        inputs.waiting_kustomizations.len(),
+                        siblings::ROOT_DEPENDENCY_WAIT
+                    ))
+                    .tag("check", "helm-revision"),
+                );
+            }
+            if let Some((_, from)) = &settings.kube_config {
+                out.push(
+                    KrmResult::info(format!(
+                        "workload cluster: the unit applies its payload with the kubeConfig of {from}"
+                    ))
+                    .tag("check", "kube-config"),
+                );
+            }
+            let rendered = render::render(spec, &images, &settings);
+            let changed = reconcile::apply_unit(items, &inputs, rendered.objects.clone(), &mut out);
+            match gate.gated {
+                Some(index) if !generator => {
+                    reconcile::add_depends_on(index, &items[index], &mut out);
+                }
+                _ => out.push(
+                    KrmResult::info(format!(
+                        "kustomize generator call (only the function config came in): the {UNIT} unit and its payload are emitted, \
+                         but Kustomization {} is not among the items, so its spec.dependsOn was NOT rewritten; add {{name: {UNIT}}} to it yourself",
+                        spec.kustomization
+                    ))
+                    .tag("check", "depends-on"),
+                ),
+            }
+            // A unit left in the values by an earlier sylva-values run would be rendered twice.
+            remove_from_values(
+                &values,
+                items,
+                "because output is rendered now (the unit is a rendered Kustomization)",
+                &mut out,
+            )
+            .check("sylva-values")?;
+            (rendered, changed)
+        }
+        Output::SylvaValues => {
+            unit::check_payload_dir(items, &inputs, &payload.dir).check("unit")?;
+            let rendered = render::payload(spec, &images, &payload.dir);
+            let definition = sylva_values::unit_definition(
+                spec,
+                &payload,
+                &rendered.job_name,
+                &rendered.flux_timeout,
+            );
+            let foreign = sylva_values::has_foreign_unit(&values);
+            let mut changed = match sylva_values::add(&values, items, definition, &mut out)
+                .check("sylva-values")?
+            {
+                Some(root) => {
+                    let edit = sylva_values::write_back(&values, items, root, &mut out)
+                        .check("sylva-values")?;
+                    out.edits.push(edit);
+                    true
+                }
+                None => false,
+            };
+            // Leftovers of an earlier rendered run: its Flux Kustomization goes (stale), and so
+            // does metallb's dependsOn on it.
+            let objects = if foreign {
+                Vec::new()
+            } else {
+                rendered.objects.clone()
+            };
+            changed |= reconcile::apply_unit(items, &inputs, objects, &mut out);
+            if let Some(index) = gate.gated {
+                reconcile::remove_depends_on(
+                    index,
+                    &items[index],
+                    "because output is sylva-values now (sylva-units renders the dependency from units.metallb.depends_on)",
+                    &mut out,
+                );
+            }
+            (rendered, changed)
+        }
+    };
     let on_timeout = match spec.on_timeout {
         OnTimeout::Proceed => "then proceeds and logs the nodes not covered",
         OnTimeout::Fail => "then fails, keeping metallb blocked",
@@ -171,15 +292,39 @@ fn plan(
     out.push(
         KrmResult::info(format!(
             "gate open: {UNIT} pre-pulls {} image(s) on every node in namespace {}; waiter Job {} waits up to {} ({on_timeout}); \
-             Flux health-checks it with timeout {}; {}",
+             Flux health-checks it with timeout {}; payload in {}/ must be published at {} of {}; {}",
             images.len(),
             spec.namespace,
             rendered.job_name,
             spec.wait_timeout.as_str(),
             rendered.flux_timeout,
+            payload.dir,
+            payload.path,
+            match (&payload.source_ref, &payload.repo) {
+                (Some(sr), _) => format!("{} {}", sr.kind.as_str(), sr.name),
+                (None, Some(repo)) => format!("source_templates.{repo}"),
+                (None, None) => "its source".to_string(),
+            },
             if changed { "unit written" } else { "unit already up to date" }
         ))
         .tag("check", "summary"),
     );
     Ok(out)
+}
+
+/// Removes the unit an earlier `output: sylva-values` run wrote into the values, if any.
+fn remove_from_values(
+    values: &values::SylvaValues,
+    items: &[Value],
+    reason: &str,
+    out: &mut Outcome,
+) -> Result<(), KrmResult> {
+    if matches!(values.origin, values::Origin::Inline) {
+        return Ok(());
+    }
+    if let Some(root) = sylva_values::remove(values, items, reason, out) {
+        let edit = sylva_values::write_back(values, items, root, out)?;
+        out.edits.push(edit);
+    }
+    Ok(())
 }

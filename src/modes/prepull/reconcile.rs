@@ -149,10 +149,14 @@ pub fn remove_unit(items: &[Value], inputs: &Inputs, gated: Option<usize>, out: 
         );
         out.edits.push(Edit::Remove { index: i });
     }
-    let Some(index) = gated else {
-        return;
-    };
-    let item = &items[index];
+    if let Some(index) = gated {
+        remove_depends_on(index, &items[index], "because the gate is closed", out);
+    }
+}
+
+/// Removes our entry from the gated Kustomization's `spec.dependsOn` (and the key when it was the
+/// only entry). A `dependsOn` on a unit that is gone would keep metallb from ever reconciling.
+pub fn remove_depends_on(index: usize, item: &Value, reason: &str, out: &mut Outcome) {
     let own_ns = item.namespace();
     let mut updated = item.clone();
     let Some(spec) = updated.get_mut("spec").and_then(Value::as_mapping_mut) else {
@@ -170,12 +174,10 @@ pub fn remove_unit(items: &[Value], inputs: &Inputs, gated: Option<usize>, out: 
         spec.remove("dependsOn");
     }
     out.push(
-        KrmResult::info(format!(
-            "removed dependsOn {UNIT} because the gate is closed"
-        ))
-        .about(item)
-        .field("spec.dependsOn")
-        .tag("check", "depends-on"),
+        KrmResult::info(format!("removed dependsOn {UNIT} {reason}"))
+            .about(item)
+            .field("spec.dependsOn")
+            .tag("check", "depends-on"),
     );
     out.edits.push(Edit::Replace {
         index,

@@ -14,6 +14,7 @@ use super::daemonset::daemonset;
 use super::images::PrepullImage;
 use super::inputs::{GENERATED_BY, UNIT};
 use super::pod::{MANAGED_BY, meta};
+use super::siblings::UnitIdentity;
 use super::waiter::{DEADLINE_MARGIN_SECS, job_spec, rbac};
 use crate::krm::annotations::LOCAL_CONFIG;
 use crate::krm::object::{set_annotation, set_file};
@@ -26,19 +27,23 @@ const FLUX_MARGIN_SECS: u64 = 60;
 pub struct UnitSettings {
     /// Namespace of the gated Kustomization (the new one goes next to it).
     pub flux_namespace: Option<String>,
-    /// Labels for the Flux Kustomization (sibling unit labels).
-    pub flux_labels: BTreeMap<String, String>,
+    /// Labels and annotations sylva-units would give the unit (see [`super::siblings`]).
+    pub identity: UnitIdentity,
     /// `spec.interval` like the siblings.
     pub interval: String,
     /// `spec.retryInterval` like the siblings.
     pub retry_interval: Option<String>,
+    /// `spec.force` like the gated unit (sylva's default `false`).
+    pub force: bool,
     /// Flux source of the payload.
     pub source_ref: SourceRef,
+    /// Flux `spec.path` of the payload in that source.
+    pub path: String,
     /// Ordering roots the siblings depend on (e.g. `root-dependency-<rev>`).
     pub depends_on: Vec<Value>,
-    /// `spec.kubeConfig` of the gated Kustomization (workload clusters).
-    pub kube_config: Option<Value>,
-    /// Package-relative directory of the payload (`spec.path` without `./`).
+    /// `spec.kubeConfig` for a workload cluster, and where it was read.
+    pub kube_config: Option<(Value, String)>,
+    /// Package-relative directory of the payload (`spec.payloadDir` without `./`).
     pub payload_dir: String,
     /// File (and index) of the Flux Kustomization in the package.
     pub flux_file: (String, usize),
@@ -54,22 +59,25 @@ struct FluxKustomization {
     spec: FluxKustomizationSpec,
 }
 
+/// Fields in the order sylva-units writes them (its `toYaml` sorts keys).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct FluxKustomizationSpec {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     depends_on: Vec<Value>,
+    force: bool,
+    health_checks: Vec<HealthCheck>,
     interval: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    retry_interval: Option<String>,
-    timeout: String,
-    prune: bool,
-    wait: bool,
-    path: String,
-    source_ref: SourceRef,
-    health_checks: Vec<HealthCheck>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     kube_config: Option<Value>,
+    path: String,
+    prune: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry_interval: Option<String>,
+    source_ref: SourceRef,
+    target_namespace: String,
+    timeout: String,
+    wait: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -135,12 +143,8 @@ fn mark(mut obj: Value, path: &str, index: usize) -> Value {
     obj
 }
 
-/// Renders every object of the unit.
-pub fn render(
-    spec: &MetalLBImagePrepullSpec,
-    images: &[PrepullImage],
-    unit: &UnitSettings,
-) -> Rendered {
+/// Renders the payload (DaemonSet, waiter objects, `kustomization.yaml`) written to `dir`.
+pub fn payload(spec: &MetalLBImagePrepullSpec, images: &[PrepullImage], dir: &str) -> Rendered {
     let ns = spec.namespace.as_str();
     let ds = daemonset(spec, images);
     let job_spec = job_spec(spec);
@@ -156,7 +160,6 @@ pub fn render(
         ..Default::default()
     };
     let (service_account, role, binding) = rbac(ns);
-    let dir = &unit.payload_dir;
     let kustomize_file = KustomizeFile {
         api_version: "kustomize.config.k8s.io/v1beta1",
         kind: "Kustomization",
@@ -177,39 +180,7 @@ pub fn render(
     };
     let wait_secs = spec.wait_timeout.as_secs_ceil();
     let flux_timeout = flux_duration(wait_secs + DEADLINE_MARGIN_SECS + FLUX_MARGIN_SECS);
-    let mut flux_labels = unit.flux_labels.clone();
-    flux_labels.insert(MANAGED_BY.0.into(), MANAGED_BY.1.into());
-    let flux = FluxKustomization {
-        api_version: "kustomize.toolkit.fluxcd.io/v1",
-        kind: "Kustomization",
-        metadata: ObjectMeta {
-            name: Some(UNIT.into()),
-            namespace: unit.flux_namespace.clone(),
-            labels: Some(flux_labels),
-            ..Default::default()
-        },
-        spec: FluxKustomizationSpec {
-            depends_on: unit.depends_on.clone(),
-            interval: unit.interval.clone(),
-            retry_interval: unit.retry_interval.clone(),
-            timeout: flux_timeout.clone(),
-            prune: true,
-            // Health is the waiter Job only: a DaemonSet check would block on a NotReady node
-            // even with onTimeout=proceed.
-            wait: false,
-            path: format!("./{dir}"),
-            source_ref: unit.source_ref.clone(),
-            health_checks: vec![HealthCheck {
-                api_version: "batch/v1",
-                kind: "Job",
-                name: job_name.clone(),
-                namespace: ns.into(),
-            }],
-            kube_config: unit.kube_config.clone(),
-        },
-    };
     let objects = vec![
-        mark(to_value(&flux), &unit.flux_file.0, unit.flux_file.1),
         mark(to_value(&ds), &format!("{dir}/daemonset.yaml"), 0),
         mark(to_value(&service_account), &format!("{dir}/waiter.yaml"), 0),
         mark(to_value(&role), &format!("{dir}/waiter.yaml"), 1),
@@ -221,6 +192,78 @@ pub fn render(
             0,
         ),
     ];
+    Rendered {
+        objects,
+        job_name,
+        flux_timeout,
+    }
+}
+
+/// The waiter Job as a Flux health check (`healthChecks` entry of the unit).
+pub fn health_check(spec: &MetalLBImagePrepullSpec, job_name: &str) -> Value {
+    to_value(&HealthCheck {
+        api_version: "batch/v1",
+        kind: "Job",
+        name: job_name.to_owned(),
+        namespace: spec.namespace.clone(),
+    })
+}
+
+/// Renders every object of the unit: the Flux Kustomization first, then the payload.
+pub fn render(
+    spec: &MetalLBImagePrepullSpec,
+    images: &[PrepullImage],
+    unit: &UnitSettings,
+) -> Rendered {
+    let ns = spec.namespace.as_str();
+    let Rendered {
+        objects: payload_objects,
+        job_name,
+        flux_timeout,
+    } = payload(spec, images, &unit.payload_dir);
+    let mut flux_labels = unit.identity.labels.clone();
+    // Outside a sylva bundle (no chart labels to copy) say who made it.
+    flux_labels
+        .entry(MANAGED_BY.0.into())
+        .or_insert_with(|| MANAGED_BY.1.into());
+    let flux = FluxKustomization {
+        api_version: "kustomize.toolkit.fluxcd.io/v1",
+        kind: "Kustomization",
+        metadata: ObjectMeta {
+            name: Some(UNIT.into()),
+            namespace: unit.flux_namespace.clone(),
+            labels: Some(flux_labels),
+            annotations: (!unit.identity.annotations.is_empty())
+                .then(|| unit.identity.annotations.clone()),
+            ..Default::default()
+        },
+        spec: FluxKustomizationSpec {
+            depends_on: unit.depends_on.clone(),
+            force: unit.force,
+            // Health is the waiter Job only: a DaemonSet check would block on a NotReady node
+            // even with onTimeout=proceed.
+            health_checks: vec![HealthCheck {
+                api_version: "batch/v1",
+                kind: "Job",
+                name: job_name.clone(),
+                namespace: ns.into(),
+            }],
+            interval: unit.interval.clone(),
+            kube_config: unit.kube_config.as_ref().map(|(k, _)| k.clone()),
+            path: unit.path.clone(),
+            prune: true,
+            retry_interval: unit.retry_interval.clone(),
+            source_ref: unit.source_ref.clone(),
+            // Every payload object already names this namespace; saying it again keeps a
+            // workload cluster's default targetNamespace (sylva-system) from moving them.
+            target_namespace: ns.into(),
+            timeout: flux_timeout.clone(),
+            wait: false,
+        },
+    };
+    let mut objects = Vec::with_capacity(payload_objects.len() + 1);
+    objects.push(mark(to_value(&flux), &unit.flux_file.0, unit.flux_file.1));
+    objects.extend(payload_objects);
     Rendered {
         objects,
         job_name,

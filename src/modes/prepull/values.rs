@@ -228,7 +228,8 @@ fn decode(items: &[Value], index: usize, source: &ValuesSource) -> Result<SylvaV
             }
         }
     };
-    let parsed: Value = serde_yaml::from_str(&text)
+    // Read as Helm reads it (merge keys applied), by the engine's reader.
+    let parsed: Value = crate::krm::yaml::from_str(&text)
         .map_err(|e| err(format!("values are not valid YAML: {e}"), &field))?;
     match parsed {
         Value::Mapping(root) => Ok(SylvaValues {
@@ -339,21 +340,35 @@ mod tests {
                 "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: sylva-units}\nspec: {values: {b: 2}}\n",
             ),
         ];
-        let spec = MetalLBImagePrepullSpec {
-            values_from: Some(ValuesSource {
-                kind: ValuesKind::ConfigMap,
-                name: "my-values".into(),
-                namespace: None,
-                key: None,
-            }),
-            ..Default::default()
-        };
+        let spec = from_configmap("my-values");
         assert!(run(&spec, &items).unwrap().unwrap().get(&["a"]).is_some());
         // Discovery skips the unnamed ConfigMap and finds the HelmRelease.
         let found = run(&MetalLBImagePrepullSpec::default(), &items)
             .unwrap()
             .unwrap();
         assert!(found.get(&["b"]).is_some());
+    }
+
+    fn from_configmap(name: &str) -> MetalLBImagePrepullSpec {
+        MetalLBImagePrepullSpec {
+            values_from: Some(ValuesSource {
+                kind: ValuesKind::ConfigMap,
+                name: name.into(),
+                namespace: None,
+                key: None,
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// Values are read as Helm reads them: a merge key brings its keys in.
+    #[test]
+    fn merge_keys_in_values_are_applied() {
+        let items = vec![v(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: my-values}\ndata:\n  values.yaml: |\n    base: &peers {bgp_lbs: {peer: {address: 10.0.0.1}}}\n    metallb:\n      <<: *peers\n",
+        )];
+        let found = run(&from_configmap("my-values"), &items).unwrap().unwrap();
+        assert!(found.get(&["metallb", "bgp_lbs", "peer"]).is_some());
     }
 
     #[test]

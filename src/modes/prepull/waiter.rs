@@ -19,8 +19,6 @@ use super::pod::{
 /// Extra seconds the Job may live beyond the rollout wait: the waiter image pull (a slow mirror)
 /// and the logging must fit, or a `proceed` Job would fail on its deadline and block metallb.
 pub const DEADLINE_MARGIN_SECS: u64 = 300;
-/// How long a finished waiter Job is kept for `kubectl logs`.
-const JOB_TTL_SECS: i32 = 86_400;
 
 /// The waiter's script. `kubectl rollout status` semantics (updated and available equal
 /// desired, generation observed); on timeout it names the nodes whose pod is not Ready and then
@@ -61,6 +59,11 @@ fn env(name: &str, value: &str) -> EnvVar {
 }
 
 /// Spec of the waiter Job (its name is derived from a hash of this and the DaemonSet).
+///
+/// No `ttlSecondsAfterFinished`: a deleted Job would be recreated by Flux on its next
+/// reconciliation and wait again (every interval). The completed Job stays, immutable, as the
+/// unit's health evidence and log; a new image list or timeout gives a new name (Flux creates
+/// it and prunes the old one), and closing the gate prunes it with the unit.
 pub fn job_spec(spec: &MetalLBImagePrepullSpec) -> JobSpec {
     let uid = spec.run_as_user;
     let wait_secs = spec.wait_timeout.as_secs_ceil();
@@ -73,7 +76,6 @@ pub fn job_spec(spec: &MetalLBImagePrepullSpec) -> JobSpec {
             i64::try_from(wait_secs + DEADLINE_MARGIN_SECS).unwrap_or(i64::MAX),
         ),
         backoff_limit: Some(1),
-        ttl_seconds_after_finished: Some(JOB_TTL_SECS),
         template: PodTemplateSpec {
             metadata: Some(ObjectMeta {
                 labels: Some(labels("waiter")),

@@ -1,10 +1,13 @@
 //! The gate: the prepull unit exists only on an upgrade of a cluster with BGP (L3) MetalLB config
 //! and MetalLB enabled. Each condition carries its evidence so the results explain the decision.
+//! The `upgrade` and `metallb` conditions are read here; the `bgp` condition, with the backend
+//! case it implies, in [`bgp`].
+
+mod bgp;
 
 use serde_yaml::Value;
 
-use super::config::{MetalLBImagePrepullSpec, UpgradeMode};
-use super::config_field;
+use super::config::{MetalLBImagePrepullSpec, Output, UpgradeMode};
 use super::inputs::{Inputs, STATUS_NAME};
 use super::values::{Origin, SylvaValues, type_name};
 use crate::krm::{KrmObject, KrmResult};
@@ -110,7 +113,7 @@ pub fn evaluate(
 ) -> Result<Gate, KrmResult> {
     let metallb = metallb_enabled(spec, items, inputs, values)?;
     let upgrade = upgrade(spec, items, inputs, values);
-    let (bgp, case) = bgp(items, inputs, values, fc)?;
+    let (bgp, case) = bgp::condition(items, inputs, values, fc)?;
     Ok(Gate {
         upgrade,
         bgp,
@@ -225,135 +228,6 @@ fn upgrade(
     }
 }
 
-fn bgp(
-    items: &[Value],
-    inputs: &Inputs,
-    values: &SylvaValues,
-    fc: Option<&Value>,
-) -> Result<(Condition, (Case, String)), KrmResult> {
-    const PATH: [&str; 4] = ["metallb", "bgp_lbs", "l3_options", "bgp_peers"];
-    let dotted = PATH.join(".");
-    let bad = |message: String| {
-        let r = KrmResult::error(message);
-        match &values.origin {
-            Origin::Inline => {
-                let r = r.field(config_field(fc, &format!("values.{dotted}")));
-                match fc {
-                    Some(fc) => r.about(fc),
-                    None => r,
-                }
-            }
-            Origin::Item { index, field } => r.about(&items[*index]).field(field.clone()),
-        }
-    };
-    let mut peers: Vec<(String, &Value)> = Vec::new();
-    match values.get(&PATH) {
-        None | Some(Value::Null) => {}
-        Some(Value::Mapping(m)) => {
-            for (k, v) in m {
-                let name = as_text(k).unwrap_or_else(|| format!("{k:?}"));
-                peers.push((name, v));
-            }
-        }
-        // The list form predates Sylva 1.4; still read it.
-        Some(Value::Sequence(s)) => {
-            for (i, v) in s.iter().enumerate() {
-                peers.push((format!("[{i}]"), v));
-            }
-        }
-        Some(other) => {
-            return Err(bad(format!(
-                "{dotted} must be a mapping of peer name to peer, found {}",
-                type_name(other)
-            )));
-        }
-    }
-    let mut frr_peers = Vec::new();
-    for (name, peer) in &peers {
-        let Value::Mapping(p) = peer else {
-            return Err(bad(format!(
-                "{dotted}.{name} must be a mapping (peer_address, peer_asn, ...), found {}",
-                type_name(peer)
-            )));
-        };
-        let set = |k: &str| {
-            p.get(k)
-                .is_some_and(|v| !matches!(v, Value::Null) && v.as_str() != Some(""))
-        };
-        if set("bfd_profile") || set("receive_routes") {
-            frr_peers.push(name.clone());
-        }
-    }
-    let bfd_objects: Vec<&Value> = inputs
-        .bgp_peers
-        .iter()
-        .map(|&i| &items[i])
-        .filter(|p| {
-            p.get("spec")
-                .and_then(|s| s.get("bfdProfile"))
-                .and_then(Value::as_str)
-                .is_some_and(|s| !s.is_empty())
-        })
-        .collect();
-    let met = !peers.is_empty() || !inputs.bgp_peers.is_empty();
-    let evidence = if !peers.is_empty() {
-        format!(
-            "{} BGP peer(s) in {dotted} ({})",
-            peers.len(),
-            values_names(&peers)
-        )
-    } else if !inputs.bgp_peers.is_empty() {
-        format!(
-            "{} MetalLB BGPPeer object(s) among the items",
-            inputs.bgp_peers.len()
-        )
-    } else {
-        format!(
-            "no BGP L3 configuration: {dotted} is empty and no BGPPeer is among the items (L2-only MetalLB is not affected)"
-        )
-    };
-    let about = match (&values.origin, peers.is_empty()) {
-        (Origin::Item { index, .. }, false) => Some(*index),
-        (_, true) => inputs.bgp_peers.first().copied(),
-        _ => None,
-    };
-    let case = if !frr_peers.is_empty() {
-        (
-            Case::FrrK8sVersionBump,
-            format!(
-                "frr-k8s version bump (case (2) -> (4)): peer(s) {} use bfd_profile or receive_routes, so 1.6 already runs frr-k8s",
-                frr_peers.join(", ")
-            ),
-        )
-    } else if !bfd_objects.is_empty() || !inputs.frr_configurations.is_empty() {
-        (
-            Case::FrrK8sVersionBump,
-            "frr-k8s version bump (case (2) -> (4)): BGPPeer objects with bfdProfile or FRRConfiguration objects show frr-k8s already runs".to_string(),
-        )
-    } else {
-        (
-            Case::NativeToFrrK8s,
-            "native BGP speaker -> frr-k8s (case (1) -> (3)): no peer uses bfd_profile or receive_routes".to_string(),
-        )
-    };
-    Ok((
-        Condition {
-            met,
-            evidence,
-            about,
-        },
-        case,
-    ))
-}
-
-fn values_names(peers: &[(String, &Value)]) -> String {
-    peers
-        .iter()
-        .map(|(n, _)| n.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 fn metallb_enabled(
     spec: &MetalLBImagePrepullSpec,
     items: &[Value],
@@ -405,6 +279,17 @@ fn metallb_enabled(
             evidence: "MetalLB is disabled: units.metallb.enabled is false".into(),
             about: gated,
         }
+    } else if gated.is_none() && spec.output == Output::SylvaValues {
+        // The values a sylva-units release is deployed from come without rendered
+        // Kustomizations; sylva-units itself decides whether metallb is enabled.
+        Condition {
+            met: true,
+            evidence: format!(
+                "units.metallb.enabled is not false (output: sylva-values, no rendered Kustomization {name} among the items: \
+                 sylva-units enables metallb by its enabled_conditions)"
+            ),
+            about: None,
+        }
     } else if inputs.is_generator_call() {
         Condition {
             met: true,
@@ -439,149 +324,4 @@ fn metallb_enabled(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    use super::super::test_support::docs;
-
-    use super::super::test_support::values;
-
-    const METALLB: &str = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: metallb, namespace: sylva-system}\nspec: {interval: 24h}\n";
-    const PEERS: &str =
-        "metallb: {bgp_lbs: {l3_options: {bgp_peers: {a: {peer_address: 10.0.0.1}}}}}\n";
-
-    fn eval(
-        spec: &MetalLBImagePrepullSpec,
-        items: &[Value],
-        v: &SylvaValues,
-    ) -> Result<Gate, KrmResult> {
-        let inputs = Inputs::scan(items, None, &spec.kustomization);
-        evaluate(spec, items, &inputs, v, None)
-    }
-
-    #[test]
-    fn upgrade_detection_order() {
-        let spec = MetalLBImagePrepullSpec::default();
-        let items = docs(METALLB);
-        // String flag from a GoTPL render.
-        let g = eval(
-            &spec,
-            &items,
-            &values(&format!(
-                "{PEERS}_internal: {{state: {{is_upgrade: 'true'}}}}"
-            )),
-        )
-        .unwrap();
-        assert!(g.upgrade.met && g.is_open(), "{g:?}");
-        // An unrendered template falls back to the items: none here → fresh install.
-        let g = eval(
-            &spec,
-            &items,
-            &values(&format!(
-                "{PEERS}_internal: {{state: {{is_upgrade: '{{{{ x }}}}'}}}}"
-            )),
-        )
-        .unwrap();
-        assert!(!g.upgrade.met);
-        assert!(g.closed_reason().contains("fresh install"));
-        // sylva-units-status with inventory entries → upgrade, with versions.
-        let with_status = docs(&format!(
-            "{METALLB}---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: sylva-units-status\n  annotations: {{target-sylva-units-chart-version: 1.7.0}}\nspec: {{}}\nstatus: {{inventory: {{entries: [{{id: x, v: v1}}]}}}}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: sylva-units-status}}\ndata: {{sylva-units-chart-version: 1.6.4}}\n"
-        ));
-        let g = eval(&spec, &with_status, &values(PEERS)).unwrap();
-        assert!(g.upgrade.met);
-        assert!(
-            g.upgrade
-                .evidence
-                .starts_with("upgrade from 1.6.4 to 1.7.0"),
-            "{}",
-            g.upgrade.evidence
-        );
-        // Forced off wins over everything.
-        let off = MetalLBImagePrepullSpec {
-            upgrade: UpgradeMode::False,
-            ..Default::default()
-        };
-        assert!(
-            !eval(&off, &with_status, &values(PEERS))
-                .unwrap()
-                .upgrade
-                .met
-        );
-    }
-
-    #[test]
-    fn case_and_bgp_evidence() {
-        let spec = MetalLBImagePrepullSpec {
-            upgrade: UpgradeMode::True,
-            ..Default::default()
-        };
-        let items = docs(METALLB);
-        let g = eval(&spec, &items, &values(PEERS)).unwrap();
-        assert_eq!(g.case.0, Case::NativeToFrrK8s);
-        let bfd = "metallb: {bgp_lbs: {l3_options: {bgp_peers: [{peer_address: 10.0.0.1, bfd_profile: fast}]}}}";
-        let g = eval(&spec, &items, &values(bfd)).unwrap();
-        assert_eq!(g.case.0, Case::FrrK8sVersionBump);
-        // BGPPeer objects alone satisfy the condition; bfdProfile on them means frr-k8s runs.
-        let with_peer = docs(&format!(
-            "{METALLB}---\napiVersion: metallb.io/v1beta2\nkind: BGPPeer\nmetadata: {{name: p}}\nspec: {{bfdProfile: fast}}\n"
-        ));
-        let g = eval(&spec, &with_peer, &values("a: 1")).unwrap();
-        assert!(g.bgp.met);
-        assert_eq!(g.case.0, Case::FrrK8sVersionBump);
-        // L2 only.
-        let g = eval(&spec, &items, &values("metallb: {l2_lbs: {}}")).unwrap();
-        assert!(!g.bgp.met && !g.is_open());
-    }
-
-    #[test]
-    fn malformed_inputs_are_errors() {
-        let spec = MetalLBImagePrepullSpec::default();
-        let items = docs(METALLB);
-        let e = eval(
-            &spec,
-            &items,
-            &values("metallb: {bgp_lbs: {l3_options: {bgp_peers: 3}}}"),
-        )
-        .unwrap_err();
-        assert_eq!(
-            e.field.unwrap().path,
-            "spec.values.metallb.bgp_lbs.l3_options.bgp_peers"
-        );
-        let e = eval(
-            &spec,
-            &items,
-            &values("metallb: {bgp_lbs: {l3_options: {bgp_peers: {a: x}}}}"),
-        )
-        .unwrap_err();
-        assert!(e.message.contains("bgp_peers.a"), "{}", e.message);
-        let no_spec = docs(
-            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: metallb}\n",
-        );
-        assert_eq!(
-            eval(&spec, &no_spec, &values(PEERS))
-                .unwrap_err()
-                .field
-                .unwrap()
-                .path,
-            "spec"
-        );
-    }
-
-    #[test]
-    fn metallb_condition() {
-        let spec = MetalLBImagePrepullSpec::default();
-        let g = eval(
-            &spec,
-            &docs(METALLB),
-            &values(&format!("{PEERS}units: {{metallb: {{enabled: false}}}}")),
-        )
-        .unwrap();
-        assert!(!g.metallb.met);
-        assert!(g.metallb.evidence.contains("disabled"));
-        let other = docs("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n");
-        let g = eval(&spec, &other, &values(PEERS)).unwrap();
-        assert!(!g.metallb.met);
-        assert!(g.metallb.evidence.contains("no Flux Kustomization metallb"));
-    }
-}
+mod tests;

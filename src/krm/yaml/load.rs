@@ -1,0 +1,523 @@
+//! Building `serde_yaml::Value`s straight from the parser's events, in one pass.
+//!
+//! What it adds to the events: scalars resolved ([`super::resolve`]), duplicate keys refused,
+//! aliases expanded (within the limits below), merge keys `<<` applied, and — for the item the
+//! caller is reading — whether it refers to anchors outside itself and where its metadata maps
+//! sit (`yaml/record.rs`).
+//!
+//! Merge keys are applied as kyaml's `DeAnchor` applies them (kustomize's reader; kubectl reads
+//! the same values): a plain `<<` key (or one tagged `!!merge`) takes a mapping, an alias to
+//! one, or a sequence of those; the mapping's own keys win, then earlier merge sources over
+//! later ones; the own keys keep their order without the `<<`, and the merged keys follow,
+//! those of the last source first. (serde_yaml's `apply_merge` gives the same values but moves
+//! the mapping's last key into the place of `<<`.)
+//!
+//! Limits: collections nest at most [`MAX_DEPTH`] deep (serde_yaml's limit), aliases included;
+//! aliases add at most [`expansion_limit`] nodes in all. An alias inside the node its anchor is
+//! on is refused, as go-yaml refuses it.
+
+use std::collections::HashMap;
+
+use serde_yaml::value::TaggedValue;
+use serde_yaml::{Mapping, Value};
+
+use super::events::{Mark, Parser, ScalarStyle};
+use super::layout::{MAPS, line_start_before_spaces};
+use super::merge::{merge_into, merge_sources};
+pub use super::node::{Kind, LoadError, Node, Props, Segment};
+use super::record::{RecordedEntry, Recorder};
+
+/// Deepest nesting of collections, the document's root included.
+pub const MAX_DEPTH: usize = 128;
+
+/// Nodes aliases may add regardless of the input's size.
+const EXPANSION_FLOOR: usize = 1 << 18;
+
+/// How many nodes aliases may add in all: 256 Ki plus one per 4 bytes of input. A tree node costs
+/// about 100 bytes, so a document that expands past this is an alias bomb, not a package: the
+/// Sylva values (387 kB, 8 aliases) expand by a few hundred nodes.
+pub fn expansion_limit(input_bytes: usize) -> usize {
+    EXPANSION_FLOOR + input_bytes / 4
+}
+
+/// Reads the root mapping's `items` list for the caller (the ResourceList reader), which
+/// observes, places and may release each item as it is read.
+pub trait ItemsSink {
+    /// Builds the value of the root's `items` key, a sequence (flow when `flow`) whose start
+    /// event was just read; `root` holds the root's entries before it. Entries are read with
+    /// [`Loader::next_node`], [`Loader::begin_item`] and [`Loader::item`] up to the sequence's end.
+    fn items(
+        &mut self,
+        loader: &mut Loader<'_>,
+        root: &Mapping,
+        flow: bool,
+    ) -> Result<Value, LoadError>;
+}
+
+/// An anchor's node, for its aliases.
+struct Anchored {
+    /// `None` while the anchored node is being built (an alias to it then is refused).
+    value: Option<Value>,
+    /// Where the anchor is defined.
+    def: usize,
+    /// Nodes in the value (what each alias adds).
+    nodes: usize,
+    /// Collection nesting inside the value (0 for a scalar).
+    depth: usize,
+}
+
+/// What role a mapping plays for the [`Recorder`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Role {
+    None,
+    Item,
+    Metadata,
+    Map(usize),
+}
+
+/// Builds values from the events of one input.
+pub struct Loader<'a> {
+    text: &'a str,
+    parser: Parser<'a>,
+    anchors: HashMap<Box<[u8]>, Anchored>,
+    /// Nodes built so far, expansions included.
+    nodes: usize,
+    /// Nodes added by aliases so far, and the most allowed.
+    expanded: usize,
+    limit: usize,
+    /// Deepest collection nesting reached (for the depth of anchored values).
+    deepest: usize,
+    /// End of the last event with text (scalars, aliases, flow collection ends).
+    last_end: usize,
+    /// Anchors, aliases and merge keys seen so far.
+    refs: usize,
+    /// Aliases to anchors defined before this offset set `outside`.
+    scope: usize,
+    outside: bool,
+    /// The current item's metadata layout.
+    pub recorder: Recorder,
+}
+
+impl<'a> Loader<'a> {
+    /// A loader over `text` whose aliases may add at most `limit` nodes.
+    pub fn new(text: &'a str, limit: usize) -> Loader<'a> {
+        Loader {
+            text,
+            parser: Parser::new(text.as_bytes()),
+            anchors: HashMap::new(),
+            nodes: 0,
+            expanded: 0,
+            limit,
+            deepest: 0,
+            last_end: 0,
+            refs: 0,
+            scope: 0,
+            outside: false,
+            recorder: Recorder::default(),
+        }
+    }
+
+    /// The next event.
+    pub fn next_node(&mut self) -> Result<Node, LoadError> {
+        let (event, start, end) = self.parser.next_event().map_err(LoadError::syntax)?;
+        let node = Node::from_event(event, start, end);
+        if matches!(node.kind, Kind::Scalar { .. } | Kind::Alias(_)) && end.index > start.index {
+            self.last_end = end.index;
+        }
+        Ok(node)
+    }
+
+    /// The value that starts with `node`, whose parents are `enclosing` collections.
+    pub fn value(&mut self, node: Node, enclosing: usize) -> Result<Value, LoadError> {
+        self.build(node, enclosing, Role::None)
+    }
+
+    /// The document's root value; when it is a mapping, its `items` list (a plain sequence,
+    /// without anchor or tag) is read by `sink`.
+    pub fn root(&mut self, node: Node, sink: &mut dyn ItemsSink) -> Result<Value, LoadError> {
+        match node.kind {
+            Kind::MappingStart(props) => {
+                self.collection(props, node.start, 0, |this, depth, flow| {
+                    this.mapping(depth, flow, Role::None, Some(sink))
+                        .map(Value::Mapping)
+                })
+            }
+            kind => self.build(
+                Node {
+                    kind,
+                    start: node.start,
+                    end: node.end,
+                },
+                0,
+                Role::None,
+            ),
+        }
+    }
+
+    /// The most nodes aliases may add (see [`expansion_limit`]).
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Starts reading an item that begins at byte `start`: aliases to anchors defined before it
+    /// are noted ([`Loader::outside`]), and its metadata layout is recorded when `record`.
+    pub fn begin_item(&mut self, start: usize, record: bool) {
+        self.scope = start;
+        self.outside = false;
+        self.recorder.reset(record);
+    }
+
+    /// The value of an item (see [`Loader::begin_item`]).
+    pub fn item(&mut self, node: Node, enclosing: usize) -> Result<Value, LoadError> {
+        let role = match &node.kind {
+            Kind::MappingStart(p) if p.plain_block() => Role::Item,
+            _ => Role::None,
+        };
+        self.build(node, enclosing, role)
+    }
+
+    /// Whether the current item has an alias to an anchor defined before it.
+    pub fn outside(&self) -> bool {
+        self.outside
+    }
+
+    /// Anchors, aliases and merge keys seen so far (an item has none when this did not change
+    /// while it was read).
+    pub fn refs(&self) -> usize {
+        self.refs
+    }
+
+    /// The text being loaded.
+    pub fn text(&self) -> &'a str {
+        self.text
+    }
+
+    fn build(&mut self, node: Node, enclosing: usize, role: Role) -> Result<Value, LoadError> {
+        let start = node.start;
+        match node.kind {
+            Kind::Scalar { value, anchor, .. } => {
+                self.nodes += 1;
+                let value = value.map_err(|e| LoadError::content(e.to_string(), start))?;
+                if let Some(name) = anchor {
+                    self.refs += 1;
+                    self.anchors.insert(
+                        name,
+                        Anchored {
+                            value: Some(value.clone()),
+                            def: start.index,
+                            nodes: 1,
+                            depth: 0,
+                        },
+                    );
+                }
+                Ok(value)
+            }
+            Kind::Alias(name) => self.alias(&name, start, enclosing),
+            Kind::SequenceStart(props) => {
+                self.collection(props, start, enclosing, |this, depth, flow| {
+                    this.sequence(depth, flow).map(Value::Sequence)
+                })
+            }
+            Kind::MappingStart(props) => {
+                self.collection(props, start, enclosing, |this, depth, flow| {
+                    this.mapping(depth, flow, role, None).map(Value::Mapping)
+                })
+            }
+            other => Err(LoadError::content(
+                format!("unexpected YAML event {other:?}"),
+                start,
+            )),
+        }
+    }
+
+    /// A sequence or mapping: depth check, anchor bookkeeping, local tag.
+    fn collection(
+        &mut self,
+        props: Props,
+        start: Mark,
+        enclosing: usize,
+        body: impl FnOnce(&mut Self, usize, bool) -> Result<Value, LoadError>,
+    ) -> Result<Value, LoadError> {
+        let depth = enclosing + 1;
+        if depth > MAX_DEPTH {
+            return Err(too_deep(start));
+        }
+        self.deepest = self.deepest.max(depth);
+        self.nodes += 1;
+        let anchored = props.anchor.map(|name| {
+            self.refs += 1;
+            // Registered now, so an alias inside the node finds it unfinished.
+            self.anchors.insert(
+                name.clone(),
+                Anchored {
+                    value: None,
+                    def: start.index,
+                    nodes: 0,
+                    depth: 0,
+                },
+            );
+            (
+                name,
+                self.nodes - 1,
+                std::mem::replace(&mut self.deepest, depth),
+            )
+        });
+        let mut value = body(self, depth, props.flow)?;
+        if let Some(tag) = props.tag {
+            value = Value::Tagged(Box::new(TaggedValue { tag, value }));
+        }
+        if let Some((name, nodes_before, deepest_before)) = anchored {
+            let anchored = Anchored {
+                value: Some(value.clone()),
+                def: start.index,
+                nodes: self.nodes - nodes_before,
+                depth: self.deepest - enclosing,
+            };
+            self.deepest = self.deepest.max(deepest_before);
+            self.anchors.insert(name, anchored);
+        }
+        Ok(value)
+    }
+
+    fn alias(&mut self, name: &[u8], at: Mark, enclosing: usize) -> Result<Value, LoadError> {
+        let shown = String::from_utf8_lossy(name);
+        let Some(anchored) = self.anchors.get(name) else {
+            return Err(LoadError::content(format!("unknown anchor *{shown}"), at));
+        };
+        let Some(value) = &anchored.value else {
+            return Err(LoadError::content(
+                format!("alias *{shown} is inside the node its anchor is on"),
+                at,
+            ));
+        };
+        if enclosing + anchored.depth > MAX_DEPTH {
+            return Err(too_deep(at));
+        }
+        self.expanded += anchored.nodes;
+        if self.expanded > self.limit {
+            return Err(LoadError::content(
+                format!(
+                    "repetition limit exceeded: aliases expand to more than {} nodes (256 Ki plus \
+                     one per 4 bytes of input)",
+                    self.limit
+                ),
+                at,
+            ));
+        }
+        self.refs += 1;
+        self.outside |= anchored.def < self.scope;
+        self.nodes += anchored.nodes;
+        self.deepest = self.deepest.max(enclosing + anchored.depth);
+        Ok(value.clone())
+    }
+
+    fn sequence(&mut self, depth: usize, flow: bool) -> Result<Vec<Value>, LoadError> {
+        let mut seq = Vec::new();
+        loop {
+            let node = self.next_node()?;
+            if let Kind::SequenceEnd = node.kind {
+                if flow {
+                    self.last_end = node.end.index;
+                }
+                return Ok(seq);
+            }
+            let i = seq.len();
+            seq.push(
+                self.build(node, depth, Role::None)
+                    .map_err(|e| e.within(Segment::Index(i)))?,
+            );
+        }
+    }
+
+    fn mapping(
+        &mut self,
+        depth: usize,
+        flow: bool,
+        role: Role,
+        mut sink: Option<&mut dyn ItemsSink>,
+    ) -> Result<Mapping, LoadError> {
+        let mut map = Mapping::new();
+        let mut merges: Vec<Value> = Vec::new();
+        let mut merge_seen = false;
+        if role == Role::Metadata {
+            self.recorder.open_metadata();
+        }
+        loop {
+            let node = self.next_node()?;
+            let key_start = node.start;
+            let key_end = node.end;
+            let (key, merge, simple_key) = match node.kind {
+                Kind::MappingEnd => {
+                    if flow {
+                        self.last_end = node.end.index;
+                    }
+                    break;
+                }
+                Kind::Scalar {
+                    value,
+                    anchor: None,
+                    merge,
+                    style,
+                    tagged,
+                } => {
+                    self.nodes += 1;
+                    let key = value.map_err(|e| LoadError::content(e.to_string(), key_start))?;
+                    let simple = style == ScalarStyle::Plain
+                        && !tagged
+                        && !merge
+                        && key_start.line == key_end.line
+                        && key_end.index > key_start.index;
+                    (key, merge, simple)
+                }
+                other => {
+                    let node = Node {
+                        kind: other,
+                        start: key_start,
+                        end: key_end,
+                    };
+                    (self.build(node, depth, Role::None)?, false, false)
+                }
+            };
+            let node = self.next_node()?;
+            if let (Some(sink), Kind::SequenceStart(props), Some("items")) =
+                (sink.as_deref_mut(), &node.kind, key.as_str())
+                && props.anchor.is_none()
+                && props.tag.is_none()
+            {
+                self.nodes += 1;
+                let items = sink
+                    .items(self, &map, props.flow)
+                    .map_err(|e| e.within(Segment::Key("items".into())))?;
+                if map.insert(key, items).is_some() {
+                    return Err(LoadError::content(
+                        "duplicate entry with key \"items\"",
+                        key_start,
+                    ));
+                }
+                continue;
+            }
+            let child = self.child_role(role, &key, &node, key_start);
+            let value_start = node.start;
+            let value_empty =
+                matches!(&node.kind, Kind::Scalar { .. }) && node.end.index == node.start.index;
+            let single_line = matches!(
+                &node.kind,
+                Kind::Scalar { style, anchor: None, .. }
+                    if !matches!(style, ScalarStyle::Literal | ScalarStyle::Folded)
+                        && node.start.line == node.end.line
+            );
+            let value = self
+                .build(node, depth, child)
+                .map_err(|e| e.within(Segment::Key(key_name(&key))))?;
+            if matches!(role, Role::Metadata | Role::Map(_)) {
+                let end = if value_empty {
+                    colon_after(self.text, self.last_end)
+                } else {
+                    Some(self.last_end)
+                };
+                let entry = RecordedEntry {
+                    key_start: key_start.index,
+                    key_len: key_end.index - key_start.index,
+                    simple_key,
+                    value_start: if value_empty {
+                        end
+                    } else {
+                        Some(value_start.index)
+                    },
+                    value_end: end,
+                    single_line: single_line && !value_empty,
+                    empty: value_empty,
+                };
+                self.recorder.entry(self.text, role, &entry);
+            }
+            if merge {
+                if merge_seen {
+                    return Err(LoadError::content("duplicate merge key `<<`", key_start));
+                }
+                merge_seen = true;
+                self.refs += 1;
+                merges = merge_sources(value, key_start)?;
+                continue;
+            }
+            match map.entry(key) {
+                serde_yaml::mapping::Entry::Occupied(e) => {
+                    return Err(LoadError::content(
+                        format!("duplicate entry with key {}", shown_key(e.key())),
+                        key_start,
+                    ));
+                }
+                serde_yaml::mapping::Entry::Vacant(e) => {
+                    e.insert(value);
+                }
+            }
+        }
+        if role == Role::Metadata {
+            self.recorder.close_metadata(self.text);
+        } else if let Role::Map(i) = role {
+            self.recorder.close_map(i);
+        }
+        if !merges.is_empty() {
+            merge_into(&mut map, merges);
+        }
+        Ok(map)
+    }
+
+    /// The role of the value under `key` in a mapping of role `role`; opens its record.
+    fn child_role(&mut self, role: Role, key: &Value, value: &Node, key_start: Mark) -> Role {
+        let block_map = matches!(&value.kind, Kind::MappingStart(p) if p.plain_block());
+        match (role, key.as_str()) {
+            (Role::Item, Some("metadata")) if block_map && self.recorder.active => Role::Metadata,
+            (Role::Metadata, Some(name)) => match MAPS.iter().position(|m| *m == name) {
+                Some(i) => {
+                    let key_line = line_start_before_spaces(self.text, key_start.index);
+                    match key_line {
+                        Some(line) if block_map => {
+                            self.recorder.open_map(i, line);
+                            Role::Map(i)
+                        }
+                        _ => {
+                            self.recorder.other_map(i);
+                            Role::None
+                        }
+                    }
+                }
+                None => Role::None,
+            },
+            _ => Role::None,
+        }
+    }
+}
+
+fn too_deep(at: Mark) -> LoadError {
+    LoadError::content(
+        format!("recursion limit exceeded: collections nested deeper than {MAX_DEPTH} levels"),
+        at,
+    )
+}
+
+/// `:` after `at`, past spaces and tabs: the position after it.
+fn colon_after(text: &str, at: usize) -> Option<usize> {
+    let rest = text.get(at..)?;
+    let skipped = rest.len() - rest.trim_start_matches([' ', '\t']).len();
+    (rest.as_bytes().get(skipped) == Some(&b':')).then_some(at + skipped + 1)
+}
+
+fn key_name(key: &Value) -> String {
+    match key {
+        Value::String(s) => s.clone(),
+        other => shown_key(other),
+    }
+}
+
+fn shown_key(key: &Value) -> String {
+    match key {
+        Value::String(s) => format!("{s:?}"),
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        _ => "(a collection)".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

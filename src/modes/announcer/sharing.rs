@@ -1,0 +1,476 @@
+//! IP sharing: where Cilium LB-IPAM is stricter than MetalLB.
+//!
+//! MetalLB shares one IP between the Services of an `allow-shared-ip` key whose ports do not
+//! clash per protocol and that are both `Cluster` or point at the same pods. Cilium LB-IPAM
+//! decides per pair of Services in `isCompatible` (cilium/cilium
+//! `operator/pkg/lbipam/service_store.go`), and each of its rules changed over the releases. A
+//! MetalLB sharing group that LB-IPAM would split loses an IP: the Service judged incompatible
+//! gets another IP, or none when it requests the shared one. The rules live in one table,
+//! [`HISTORY`]; [`check`] applies them to the planned Services.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::inventory::Inventory;
+use super::service::Protocol;
+use super::service::{AboutService, LbService};
+use super::services::{CiliumKeys, PERMIT_DIFFERENT_PODS, ServicePlan};
+use super::version::CiliumVersion;
+use crate::krm::KrmResult;
+
+/// The Cilium Helm value that turns on LB-IPAM's per-protocol port comparison in 1.17 and 1.18
+/// (written to the `bpf-lb-proto-diff` key of the `cilium-config` ConfigMap, read by the agent
+/// and the operator).
+pub const PROTOCOL_DIFFERENTIATION_VALUE: &str = "loadBalancer.protocolDifferentiation.enabled";
+
+/// How LB-IPAM compares the ports of two Services that would share an IP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortRule {
+    /// By port number alone: TCP/53 and UDP/53 clash (the datapath could not tell protocols
+    /// apart, cilium/cilium#9207).
+    NumberOnly,
+    /// By port and protocol only when [`PROTOCOL_DIFFERENTIATION_VALUE`] is `true`: the agent's
+    /// `bpf-lb-proto-diff` flag defaults to true, but the operator never registered it, so it
+    /// read `false` unless the chart wrote the key (cilium/cilium#39172, fixed by #40643).
+    ProtocolIfEnabled,
+    /// By port and protocol unless [`PROTOCOL_DIFFERENTIATION_VALUE`] is `false` (the operator
+    /// flag defaults to true, cilium/cilium#40643 and #40642).
+    ProtocolUnlessDisabled,
+    /// By port and protocol, always (the flag was removed, cilium/cilium#40505).
+    Protocol,
+}
+
+/// What LB-IPAM of one Cilium release does with a sharing group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SharingRules {
+    /// Sharing keys exist at all (`io.cilium/lb-ipam-sharing-key`).
+    pub sharing_key: bool,
+    /// Services of different namespaces may share when both list each other in
+    /// `sharing-cross-namespace`.
+    pub cross_namespace: bool,
+    /// How ports are compared.
+    pub ports: PortRule,
+    /// `externalTrafficPolicy: Local` Services with different selectors may share when both
+    /// carry `sharing-permit-different-pods`.
+    pub permit_different_pods: bool,
+}
+
+/// One change of LB-IPAM's sharing behaviour.
+#[derive(Debug, Clone, Copy)]
+enum Change {
+    SharingKey,
+    CrossNamespace,
+    Ports(PortRule),
+    PermitDifferentPods,
+}
+
+/// The releases where LB-IPAM's sharing rules changed: `(major, minor, patch)` of the first
+/// release with the change. Read in cilium/cilium at the release branch points of 1.14 to 1.19
+/// (`operator/pkg/lbipam/service_store.go` `isCompatible`, `operator/pkg/lbipam/lbipam.go`,
+/// `operator/pkg/lbipam/cell.go`, `pkg/option/config.go`,
+/// `install/kubernetes/cilium/templates/cilium-configmap.yaml`) and in the release notes of the
+/// patch releases that carried a backport.
+const HISTORY: &[((u32, u32, u32), Change)] = &[
+    // cilium/cilium#28806: sharing keys and `isCompatible` (absent at the 1.14 branch point).
+    ((1, 15, 0), Change::SharingKey),
+    ((1, 15, 0), Change::Ports(PortRule::NumberOnly)),
+    // cilium/cilium#30055: `io.cilium/lb-ipam-sharing-cross-namespace` (absent at the 1.15
+    // branch point; `lbipam.cilium.io/sharing-cross-namespace` with it from 1.16).
+    ((1, 16, 0), Change::CrossNamespace),
+    // cilium/cilium#34691: `isCompatible(osv, lbProtoDiff)`, lbProtoDiff from the operator's
+    // `option.Config.LBProtoDiffEnabled()`.
+    ((1, 17, 0), Change::Ports(PortRule::ProtocolIfEnabled)),
+    // cilium/cilium#40643 in 1.17.7 (its release notes) and #40642 for 1.18 (merged before
+    // 1.18.0: absent from the 1.18.1 notes, which list everything after 1.18.0).
+    ((1, 17, 7), Change::Ports(PortRule::ProtocolUnlessDisabled)),
+    // cilium/cilium#40505: `bpf-lb-proto-diff` removed, `isCompatible(osv)` compares protocols.
+    ((1, 19, 0), Change::Ports(PortRule::Protocol)),
+    // cilium/cilium#45819: first shipped in 1.21.0-pre.3; absent from every release branch up to
+    // 1.19 and from the 1.20 development branch of 2026-03.
+    ((1, 21, 0), Change::PermitDifferentPods),
+];
+
+impl SharingRules {
+    /// The rules of a release; a version without a patch number counts as its `.0`, the
+    /// strictest of its series.
+    pub fn for_version(v: &CiliumVersion) -> SharingRules {
+        let at = (v.major, v.minor, v.patch.unwrap_or(0));
+        let mut rules = SharingRules {
+            sharing_key: false,
+            cross_namespace: false,
+            ports: PortRule::NumberOnly,
+            permit_different_pods: false,
+        };
+        for (since, change) in HISTORY {
+            if at < *since {
+                continue;
+            }
+            match change {
+                Change::SharingKey => rules.sharing_key = true,
+                Change::CrossNamespace => rules.cross_namespace = true,
+                Change::Ports(p) => rules.ports = *p,
+                Change::PermitDifferentPods => rules.permit_different_pods = true,
+            }
+        }
+        rules
+    }
+
+    /// Whether ports are compared with their protocol, given the Cilium Helm value
+    /// [`PROTOCOL_DIFFERENTIATION_VALUE`] (`None` when unset).
+    pub fn compares_protocols(&self, helm_value: Option<bool>) -> bool {
+        match self.ports {
+            PortRule::NumberOnly => false,
+            PortRule::ProtocolIfEnabled => helm_value == Some(true),
+            PortRule::ProtocolUnlessDisabled => helm_value != Some(false),
+            PortRule::Protocol => true,
+        }
+    }
+}
+
+/// Why LB-IPAM refuses to put two Services on one IP.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Split {
+    /// No sharing keys before 1.15.
+    NoSharingKey,
+    /// Different namespaces before 1.16.
+    Namespace,
+    /// A port both use: `(port, protocol of a, protocol of b)`.
+    Port(i32, Protocol, Protocol),
+    /// One `Local`, one `Cluster`.
+    TrafficPolicy,
+    /// Both `Local`; one has no selector.
+    NoSelector,
+    /// Both `Local` with different selectors, before `sharing-permit-different-pods`.
+    Selectors,
+}
+
+impl Split {
+    fn rule(&self) -> &'static str {
+        match self {
+            Split::NoSharingKey => "sharing-key",
+            Split::Namespace => "namespace",
+            Split::Port(..) => "ports",
+            Split::TrafficPolicy => "external-traffic-policy",
+            Split::NoSelector | Split::Selectors => "selector",
+        }
+    }
+}
+
+/// What the check needs to know besides the Services.
+pub struct Context<'a> {
+    /// The target release.
+    pub version: &'a CiliumVersion,
+    /// Its rules.
+    pub rules: SharingRules,
+    /// [`PROTOCOL_DIFFERENTIATION_VALUE`] in the Cilium release values, when set.
+    pub protocol_value: Option<bool>,
+    /// Annotation keys of the release.
+    pub keys: &'a CiliumKeys,
+}
+
+/// The sharing annotations the Services need (cross-namespace permission, different-pods
+/// permission), and an error for every MetalLB sharing group LB-IPAM would split; the plans of
+/// its members are marked (`ServicePlan::split`) so the coverage proof does not count them as
+/// kept.
+pub fn check(
+    inv: &Inventory,
+    cx: &Context<'_>,
+    plans: &mut [ServicePlan],
+    results: &mut Vec<KrmResult>,
+) {
+    let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (pi, p) in plans.iter().enumerate() {
+        if let Some(k) = p.add.get(cx.keys.sharing_key) {
+            groups.entry(k.clone()).or_default().push(pi);
+        }
+    }
+    for (key, members) in groups {
+        let svc = |pi: usize| &inv.services[plans[pi].service];
+        if members.len() > 1 {
+            results.push(
+                KrmResult::warning(format!(
+                    "sharing key {key:?} under L2: Cilium elects one announcing node per Service, not per IP, \
+                     so the shared IP can be answered from two nodes (cilium/cilium#48419)"
+                ))
+                .about_svc(svc(members[0]))
+                .field("metadata.annotations")
+                .tag("sharingKey", key.as_str()),
+            );
+        }
+        permissions(inv, cx, plans, &members);
+        for group in by_shared_ip(plans, &members) {
+            if let Some(split) = first_split(inv, cx, plans, &group) {
+                for &pi in &group {
+                    plans[pi].split = Some(split.rule());
+                }
+                let r = split_error(inv, cx, plans, &key, &group, &split);
+                results.push(r);
+            }
+        }
+    }
+}
+
+/// Adds the permissions cutover can give: `sharing-cross-namespace` listing the group's
+/// namespaces (MetalLB keys are global, Cilium's per namespace) and, where the release has it,
+/// `sharing-permit-different-pods` for `Local` members with different selectors.
+fn permissions(inv: &Inventory, cx: &Context<'_>, plans: &mut [ServicePlan], members: &[usize]) {
+    let svcs: Vec<&LbService> = members
+        .iter()
+        .map(|&pi| &inv.services[plans[pi].service])
+        .collect();
+    let namespaces: BTreeSet<&str> = svcs.iter().map(|s| s.namespace()).collect();
+    if namespaces.len() > 1 && cx.rules.cross_namespace {
+        let list = namespaces.iter().copied().collect::<Vec<_>>().join(",");
+        for &pi in members {
+            plans[pi]
+                .add
+                .insert(cx.keys.cross_namespace.to_owned(), list.clone());
+        }
+    }
+    let selectors: BTreeSet<Vec<(&str, &str)>> = svcs
+        .iter()
+        .filter(|s| s.etp_local())
+        .filter_map(|s| s.selector().filter(|sel| !sel.is_empty()))
+        .collect();
+    if selectors.len() > 1 && cx.rules.permit_different_pods {
+        for &pi in members {
+            plans[pi]
+                .add
+                .insert(PERMIT_DIFFERENT_PODS.to_owned(), "true".into());
+        }
+    }
+}
+
+/// The members that hold one IP together today: members whose IPs overlap, transitively.
+/// Members without an IP yet lose nothing and are left out.
+fn by_shared_ip(plans: &[ServicePlan], members: &[usize]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<(BTreeSet<&str>, Vec<usize>)> = Vec::new();
+    for &pi in members {
+        let ips: BTreeSet<&str> = plans[pi].ips.iter().map(String::as_str).collect();
+        if ips.is_empty() {
+            continue;
+        }
+        let (joined, rest): (Vec<_>, Vec<_>) =
+            groups.into_iter().partition(|(g, _)| !g.is_disjoint(&ips));
+        let mut merged = (ips, vec![pi]);
+        for (g, m) in joined {
+            merged.0.extend(g);
+            merged.1.extend(m);
+        }
+        merged.1.sort_unstable();
+        groups = rest;
+        groups.push(merged);
+    }
+    groups
+        .into_iter()
+        .map(|(_, m)| m)
+        .filter(|m| m.len() > 1)
+        .collect()
+}
+
+/// The first rule that keeps two members of `group` apart, with the annotations the plans add.
+fn first_split(
+    inv: &Inventory,
+    cx: &Context<'_>,
+    plans: &[ServicePlan],
+    group: &[usize],
+) -> Option<Split> {
+    for (i, &a) in group.iter().enumerate() {
+        for &b in &group[i + 1..] {
+            if let Some(split) = incompatible(inv, cx, &plans[a], &plans[b]) {
+                return Some(split);
+            }
+        }
+    }
+    None
+}
+
+/// LB-IPAM's `isCompatible` for two planned Services (their annotations as the plan leaves them).
+fn incompatible(
+    inv: &Inventory,
+    cx: &Context<'_>,
+    a: &ServicePlan,
+    b: &ServicePlan,
+) -> Option<Split> {
+    let (sa, sb) = (&inv.services[a.service], &inv.services[b.service]);
+    if !cx.rules.sharing_key {
+        return Some(Split::NoSharingKey);
+    }
+    let permits = |p: &ServicePlan, ns: &str| {
+        p.add
+            .get(cx.keys.cross_namespace)
+            .is_some_and(|list| list.split(',').any(|n| n == ns || n == "*"))
+    };
+    if sa.namespace() != sb.namespace()
+        && !(cx.rules.cross_namespace && permits(a, sb.namespace()) && permits(b, sa.namespace()))
+    {
+        return Some(Split::Namespace);
+    }
+    let protocols = cx.rules.compares_protocols(cx.protocol_value);
+    for &(pa, proto_a) in sa.ports() {
+        for &(pb, proto_b) in sb.ports() {
+            if pa == pb && (!protocols || proto_a == proto_b) {
+                return Some(Split::Port(pa, proto_a, proto_b));
+            }
+        }
+    }
+    if sa.etp_local() != sb.etp_local() {
+        return Some(Split::TrafficPolicy);
+    }
+    if sa.etp_local() {
+        let (sel_a, sel_b) = (
+            sa.selector().unwrap_or_default(),
+            sb.selector().unwrap_or_default(),
+        );
+        if sel_a.is_empty() || sel_b.is_empty() {
+            return Some(Split::NoSelector);
+        }
+        let permitted = |p: &ServicePlan| p.add.get(PERMIT_DIFFERENT_PODS).is_some();
+        if sel_a != sel_b && !(cx.rules.permit_different_pods && permitted(a) && permitted(b)) {
+            return Some(Split::Selectors);
+        }
+    }
+    None
+}
+
+fn split_error(
+    inv: &Inventory,
+    cx: &Context<'_>,
+    plans: &[ServicePlan],
+    key: &str,
+    group: &[usize],
+    split: &Split,
+) -> KrmResult {
+    let svcs: Vec<&LbService> = group
+        .iter()
+        .map(|&pi| &inv.services[plans[pi].service])
+        .collect();
+    let names = svcs
+        .iter()
+        .map(|s| format!("{}/{}", s.namespace(), s.name()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let ips: BTreeSet<&str> = group
+        .iter()
+        .flat_map(|&pi| plans[pi].ips.iter().map(String::as_str))
+        .collect();
+    let ips = ips.into_iter().collect::<Vec<_>>().join(",");
+    let v = cx.version;
+    let (why, ways_out) = match split {
+        Split::NoSharingKey => (
+            format!("Cilium {v} LB-IPAM has no sharing keys (they arrived in 1.15)"),
+            "run Cilium 1.15 or later".to_owned(),
+        ),
+        Split::Namespace => (
+            format!(
+                "they live in different namespaces and Cilium {v} LB-IPAM shares only within one \
+                 (sharing-cross-namespace arrived in 1.16)"
+            ),
+            "move them into one namespace; or run Cilium 1.16 or later, where cutover adds \
+             sharing-cross-namespace to every member"
+                .to_owned(),
+        ),
+        Split::Port(port, pa, pb) if pa != pb => {
+            let how = match cx.rules.ports {
+                PortRule::NumberOnly => format!(
+                    "Cilium {v} LB-IPAM compares port numbers only (protocol differentiation arrived in 1.17)"
+                ),
+                PortRule::ProtocolIfEnabled => format!(
+                    "Cilium {v} LB-IPAM compares port numbers only unless {PROTOCOL_DIFFERENTIATION_VALUE} is true \
+                     in the Cilium values (its operator reads bpf-lb-proto-diff from cilium-config, which the chart \
+                     writes only when the value is set; on by default from 1.17.7 and 1.18, cilium/cilium#40643)"
+                ),
+                PortRule::ProtocolUnlessDisabled => format!(
+                    "{PROTOCOL_DIFFERENTIATION_VALUE} is false in the Cilium values, so Cilium {v} LB-IPAM compares \
+                     port numbers only"
+                ),
+                PortRule::Protocol => unreachable!("protocols always differ here"),
+            };
+            let enable = match cx.rules.ports {
+                PortRule::NumberOnly => {
+                    "run Cilium 1.17.7, 1.18 or later (protocol differentiation on by default; always on from 1.19)"
+                        .to_owned()
+                }
+                _ => format!(
+                    "set {PROTOCOL_DIFFERENTIATION_VALUE}: true in the Cilium values; or run Cilium 1.19 or later \
+                     (protocol differentiation always on)"
+                ),
+            };
+            (
+                format!("both use port {port} ({}, {}) and {how}", pa.as_str(), pb.as_str()),
+                format!(
+                    "merge them into one Service with both ports (a mixed-protocol LoadBalancer Service); or {enable}"
+                ),
+            )
+        }
+        Split::Port(port, pa, _) => (
+            format!("two of them use {}/{port}", pa.as_str()),
+            "give them different ports (MetalLB would not share this IP either: check the Services' status)"
+                .to_owned(),
+        ),
+        Split::TrafficPolicy => (
+            "their externalTrafficPolicy differs (Local and Cluster)".to_owned(),
+            "give them the same externalTrafficPolicy".to_owned(),
+        ),
+        Split::NoSelector => (
+            "they are externalTrafficPolicy: Local and one has no selector; LB-IPAM never shares such a Service"
+                .to_owned(),
+            "give it a selector, or use externalTrafficPolicy: Cluster".to_owned(),
+        ),
+        Split::Selectors => (
+            format!(
+                "they are externalTrafficPolicy: Local with different selectors, which Cilium {v} LB-IPAM refuses \
+                 ({PERMIT_DIFFERENT_PODS} arrived in 1.21)"
+            ),
+            "give them the same selector; use externalTrafficPolicy: Cluster; or run Cilium 1.21 or later, where \
+             cutover adds sharing-permit-different-pods to every member"
+                .to_owned(),
+        ),
+    };
+    KrmResult::error(format!(
+        "sharing key {key:?}: MetalLB shares {ips} between {names}; Cilium would split the group (rule {}): {why}. \
+         One of them would get another IP, or none if it requests this one (read from cilium/cilium \
+         operator/pkg/lbipam/service_store.go isCompatible). Ways out: {ways_out}",
+        split.rule()
+    ))
+    .about_svc(svcs[0])
+    .field("metadata.annotations")
+    .tag("check", "sharing")
+    .tag("rule", split.rule())
+    .tag("sharingKey", key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(v: &str) -> SharingRules {
+        SharingRules::for_version(&CiliumVersion::parse(v).unwrap())
+    }
+
+    #[test]
+    fn the_table_per_release() {
+        assert!(!rules("1.14.9").sharing_key);
+        let r = rules("1.15.0");
+        assert!(r.sharing_key && !r.cross_namespace && r.ports == PortRule::NumberOnly);
+        let r = rules("1.16.3");
+        assert!(r.cross_namespace && r.ports == PortRule::NumberOnly);
+        assert_eq!(rules("1.17.0").ports, PortRule::ProtocolIfEnabled);
+        assert_eq!(rules("1.17.6").ports, PortRule::ProtocolIfEnabled);
+        assert_eq!(rules("1.17").ports, PortRule::ProtocolIfEnabled);
+        assert_eq!(rules("1.17.7").ports, PortRule::ProtocolUnlessDisabled);
+        assert_eq!(rules("1.18.0").ports, PortRule::ProtocolUnlessDisabled);
+        assert_eq!(rules("1.19.2").ports, PortRule::Protocol);
+        assert!(!rules("1.20.2").permit_different_pods);
+        assert!(rules("1.21.0-pre.3").permit_different_pods);
+    }
+
+    #[test]
+    fn protocol_comparison_follows_the_helm_value() {
+        assert!(!rules("1.16.9").compares_protocols(Some(true)));
+        assert!(!rules("1.17.4").compares_protocols(None));
+        assert!(rules("1.17.4").compares_protocols(Some(true)));
+        assert!(rules("1.18.4").compares_protocols(None));
+        assert!(!rules("1.18.4").compares_protocols(Some(false)));
+        assert!(rules("1.19.5").compares_protocols(Some(false)));
+    }
+}

@@ -1,0 +1,390 @@
+//! Check 4: the Kyverno ClusterPolicy that copies the os-image-server output into every
+//! workload-cluster namespace (sylva-core kustomize-units/mgmt-cluster-state-values/components/
+//! capm3/clone-os-images-info.yaml), and the label on the workload Namespace that makes it match.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use serde_yaml::{Mapping, Value};
+
+use super::Finding;
+use super::config::Capm3OSImageSourcesSpec;
+use super::inputs::Inputs;
+use super::resources::{
+    CloneFrom, ClusterPolicySpec, Generation, MatchResources, ResourceDescription, ResourceFilter,
+    Rule, cluster_policy_spec,
+};
+use super::wiring::LEGACY_SOURCES;
+use crate::krm::{KrmObject, KrmResult};
+
+/// Label on every workload-cluster Namespace (sylva-core environment-values/workload-clusters/
+/// base/kustomization.yaml) that the policy matches, with the empty value.
+pub const WORKLOAD_CLUSTER_LABEL: &str = "sylva-project.org/workload-cluster";
+/// Where Kyverno puts each copy: the matched Namespace.
+pub const TARGET_NAMESPACE: &str = "{{request.object.metadata.name}}";
+/// Annotation sylva-core sets on its policies so Flux replaces them on immutable-field changes.
+pub const FLUX_FORCE_ANNOTATION: &str = "kustomize.toolkit.fluxcd.io/force";
+
+/// The policy as sylva-core ships it, for the names in `spec`.
+pub fn desired(spec: &Capm3OSImageSourcesSpec) -> Value {
+    let policy = ClusterPolicySpec {
+        generate_existing: Some(true),
+        rules: vec![Rule {
+            name: spec.clone_policy.clone(),
+            skip_background_requests: Some(false),
+            match_: Some(desired_match()),
+            generate: Some(desired_generate(spec)),
+        }],
+    };
+    let mut annotations = Mapping::new();
+    annotations.insert(FLUX_FORCE_ANNOTATION.into(), "Enabled".into());
+    let mut metadata = Mapping::new();
+    metadata.insert("name".into(), spec.clone_policy.clone().into());
+    metadata.insert("annotations".into(), Value::Mapping(annotations));
+    let mut root = Mapping::new();
+    root.insert("apiVersion".into(), "kyverno.io/v1".into());
+    root.insert("kind".into(), "ClusterPolicy".into());
+    root.insert("metadata".into(), Value::Mapping(metadata));
+    root.insert(
+        "spec".into(),
+        serde_yaml::to_value(policy).expect("a policy serializes"),
+    );
+    Value::Mapping(root)
+}
+
+fn desired_generate(spec: &Capm3OSImageSourcesSpec) -> Generation {
+    Generation {
+        kind: Some("ConfigMap".into()),
+        api_version: Some("v1".into()),
+        name: Some(spec.served_images.clone()),
+        namespace: Some(TARGET_NAMESPACE.into()),
+        synchronize: Some(true),
+        clone: Some(CloneFrom {
+            name: Some(spec.server_output.name.clone()),
+            namespace: Some(spec.server_output.namespace.clone()),
+        }),
+    }
+}
+
+fn desired_match() -> MatchResources {
+    MatchResources {
+        any: vec![ResourceFilter {
+            resources: Some(ResourceDescription {
+                kinds: vec!["Namespace".into()],
+                selector: Some(LabelSelector {
+                    match_labels: Some([(WORKLOAD_CLUSTER_LABEL.to_owned(), String::new())].into()),
+                    match_expressions: None,
+                }),
+            }),
+        }],
+        all: Vec::new(),
+    }
+}
+
+/// The rule of `policy` that generates the served-images copy, if any: it clones the server
+/// output (or a pre-decoupling source), or generates a ConfigMap with the clone's name.
+fn clone_rule(policy: &ClusterPolicySpec, spec: &Capm3OSImageSourcesSpec) -> Option<usize> {
+    policy.rules.iter().position(|rule| {
+        rule.generate.as_ref().is_some_and(|g| {
+            let clone_name = g.clone.as_ref().and_then(|c| c.name.as_deref());
+            clone_name == Some(spec.server_output.name.as_str())
+                || clone_name.is_some_and(|n| LEGACY_SOURCES.contains(&n))
+                || g.name.as_deref() == Some(spec.served_images.as_str())
+                || g.name
+                    .as_deref()
+                    .is_some_and(|n| LEGACY_SOURCES.contains(&n))
+        })
+    })
+}
+
+/// True when the filter matches Namespaces labelled `WORKLOAD_CLUSTER_LABEL: ""`.
+fn matches_workload_namespaces(m: &MatchResources) -> bool {
+    m.any.iter().chain(&m.all).any(|f| {
+        f.resources.as_ref().is_some_and(|r| {
+            r.kinds.iter().any(|k| k == "Namespace")
+                && r.selector
+                    .as_ref()
+                    .and_then(|s| s.match_labels.as_ref())
+                    .and_then(|l| l.get(WORKLOAD_CLUSTER_LABEL))
+                    .is_some_and(String::is_empty)
+        })
+    })
+}
+
+/// The policies among the items that clone the served images, each with its rule.
+pub fn find(
+    items: &[Value],
+    inputs: &Inputs,
+    spec: &Capm3OSImageSourcesSpec,
+) -> Result<Vec<(usize, ClusterPolicySpec, Option<usize>)>, KrmResult> {
+    let mut found = Vec::new();
+    for &index in &inputs.cluster_policies {
+        let item = &items[index];
+        let policy = cluster_policy_spec(item)?;
+        let rule = clone_rule(&policy, spec);
+        if rule.is_some() || item.name() == spec.clone_policy {
+            found.push((index, policy, rule));
+        }
+    }
+    Ok(found)
+}
+
+/// Checks one policy; returns the findings and the corrected item when anything is wrong.
+pub fn check(
+    item: &Value,
+    policy: &ClusterPolicySpec,
+    rule: Option<usize>,
+    spec: &Capm3OSImageSourcesSpec,
+) -> (Vec<Finding>, Option<Value>) {
+    let mut findings = Vec::new();
+    let Some(i) = rule else {
+        findings.push(Finding::fixable_error(
+            "clone-policy",
+            format!(
+                "ClusterPolicy {} has no rule that generates {} from {}/{}",
+                item.name(),
+                spec.served_images,
+                spec.server_output.namespace,
+                spec.server_output.name
+            ),
+            "spec.rules".into(),
+            Value::Null,
+            yaml(&desired_generate(spec)),
+        ));
+        let mut fixed = item.clone();
+        if let Some(rules) = rules_mut(&mut fixed) {
+            let rule = Rule {
+                name: spec.clone_policy.clone(),
+                skip_background_requests: Some(false),
+                match_: Some(desired_match()),
+                generate: Some(desired_generate(spec)),
+            };
+            rules.push(yaml(&rule));
+        }
+        return (findings, Some(fixed));
+    };
+    let rule = &policy.rules[i];
+    let want = desired_generate(spec);
+    let have = rule.generate.clone().unwrap_or_default();
+    // (field, wrong, what is there, what belongs there, why it matters)
+    let checks: [(&str, bool, Value, Value, &str); 5] = [
+        (
+            "kind",
+            have.kind != want.kind || have.api_version != want.api_version,
+            yaml(&have.kind),
+            yaml(&want.kind),
+            "must generate a v1 ConfigMap",
+        ),
+        (
+            "name",
+            have.name != want.name,
+            yaml(&have.name),
+            yaml(&want.name),
+            "the copy must carry the name the workload clusters' HelmReleases read",
+        ),
+        (
+            "namespace",
+            have.namespace != want.namespace,
+            yaml(&have.namespace),
+            yaml(&want.namespace),
+            "the copy must land in each matched workload-cluster Namespace",
+        ),
+        (
+            "synchronize",
+            have.synchronize != Some(true),
+            yaml(&have.synchronize),
+            Value::from(true),
+            "without synchronize the copies keep the served images of the day they were made",
+        ),
+        (
+            "clone",
+            have.clone != want.clone,
+            yaml(&have.clone),
+            yaml(&want.clone),
+            "must clone the os-image-server output",
+        ),
+    ];
+    for (name, wrong, current, proposed, why) in checks {
+        if wrong {
+            findings.push(Finding::fixable_error(
+                "clone-policy",
+                format!("ClusterPolicy {} rule {}: {why}", item.name(), rule.name),
+                format!("spec.rules[{i}].generate.{name}"),
+                current,
+                proposed,
+            ));
+        }
+    }
+    let match_ok = rule
+        .match_
+        .as_ref()
+        .is_some_and(matches_workload_namespaces);
+    if !match_ok {
+        findings.push(Finding::fixable_error(
+            "clone-policy",
+            format!(
+                "ClusterPolicy {} rule {}: must match Namespaces labelled {WORKLOAD_CLUSTER_LABEL}: \"\"",
+                item.name(),
+                rule.name
+            ),
+            format!("spec.rules[{i}].match"),
+            yaml(&rule.match_),
+            yaml(&desired_match()),
+        ));
+    }
+    if findings.is_empty() {
+        return (findings, None);
+    }
+    let mut fixed = item.clone();
+    if let Some(rule_value) = rules_mut(&mut fixed)
+        .and_then(|r| r.get_mut(i))
+        .and_then(Value::as_mapping_mut)
+    {
+        let generate = rule_value
+            .entry("generate".into())
+            .or_insert_with(|| Value::Mapping(Mapping::new()));
+        if !generate.is_mapping() {
+            *generate = Value::Mapping(Mapping::new());
+        }
+        if let (Value::Mapping(into), Value::Mapping(from)) = (generate, yaml(&want)) {
+            for (k, v) in from {
+                into.insert(k, v);
+            }
+        }
+        if !match_ok {
+            rule_value.insert("match".into(), yaml(&desired_match()));
+        }
+    }
+    (findings, Some(fixed))
+}
+
+/// A typed value as YAML (these types always serialize).
+fn yaml<T: serde::Serialize>(value: &T) -> Value {
+    serde_yaml::to_value(value).expect("the policy types serialize")
+}
+
+fn rules_mut(item: &mut Value) -> Option<&mut Vec<Value>> {
+    let spec = item
+        .as_mapping_mut()?
+        .entry("spec".into())
+        .or_insert_with(|| Value::Mapping(Mapping::new()));
+    if !spec.is_mapping() {
+        *spec = Value::Mapping(Mapping::new());
+    }
+    let rules = spec
+        .as_mapping_mut()?
+        .entry("rules".into())
+        .or_insert_with(|| Value::Sequence(Vec::new()));
+    if !rules.is_sequence() {
+        *rules = Value::Sequence(Vec::new());
+    }
+    rules.as_sequence_mut()
+}
+
+/// Checks the `sylva-project.org/workload-cluster: ""` label of a workload Namespace item.
+pub fn namespace_label(item: &Value) -> Result<Option<Finding>, KrmResult> {
+    // `metadata.labels` as k8s-openapi types it (`ObjectMeta.labels`); the rest of the object
+    // is not decoded (see `resources::data_text`).
+    let labels: BTreeMap<String, String> = match item.get("metadata").and_then(|m| m.get("labels"))
+    {
+        None | Some(Value::Null) => BTreeMap::new(),
+        Some(v) => serde_path_to_error::deserialize(v.clone()).map_err(|e| {
+            KrmResult::error(format!("Namespace labels do not decode: {}", e.inner()))
+                .about(item)
+                .field(format!("metadata.labels.{}", e.path()))
+        })?,
+    };
+    let label = labels.get(WORKLOAD_CLUSTER_LABEL);
+    Ok(match label {
+        Some(v) if v.is_empty() => None,
+        other => Some(Finding::fixable_error(
+            "namespace-label",
+            format!(
+                "Namespace {} lacks the label {WORKLOAD_CLUSTER_LABEL}: \"\", so the Kyverno policy never copies the served images into it and the cluster's HelmRelease cannot read (B)",
+                item.name()
+            ),
+            format!("metadata.labels.{WORKLOAD_CLUSTER_LABEL}"),
+            other
+                .map(|v| Value::from(v.as_str()))
+                .unwrap_or(Value::Null),
+            Value::from(""),
+        )),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sylva_policy() -> Value {
+        // kustomize-units/mgmt-cluster-state-values/components/capm3/clone-os-images-info.yaml
+        serde_yaml::from_str(
+            "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata:\n  name: clone-os-images-info-capm3\n  annotations:\n    kustomize.toolkit.fluxcd.io/force: Enabled\n\
+             spec:\n  generateExisting: true\n  rules:\n  - name: clone-os-images-info-capm3\n    skipBackgroundRequests: false\n    match:\n      any:\n      - resources:\n          kinds:\n          - Namespace\n          selector:\n            matchLabels:\n              sylva-project.org/workload-cluster: \"\"\n\
+             \x20   generate:\n      kind: ConfigMap\n      apiVersion: v1\n      name: kyverno-cloned-os-image-server-images\n      namespace: \"{{request.object.metadata.name}}\"\n      synchronize: true\n      clone:\n        name: capm3-os-image-server-os-images\n        namespace: sylva-system\n",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_emitted_policy_is_sylva_cores() {
+        assert_eq!(desired(&Capm3OSImageSourcesSpec::default()), sylva_policy());
+    }
+
+    #[test]
+    fn sylva_cores_policy_passes_and_the_pre_decoupling_one_is_corrected() {
+        let spec = Capm3OSImageSourcesSpec::default();
+        let item = sylva_policy();
+        let policy = cluster_policy_spec(&item).unwrap();
+        let (findings, fixed) = check(&item, &policy, clone_rule(&policy, &spec), &spec);
+        assert!(findings.is_empty() && fixed.is_none(), "{findings:?}");
+        // Before the decoupling: clone os-images/capm3-os-image-server-os-images-info as
+        // kyverno-cloned-os-images-info-capm3.
+        let text = serde_yaml::to_string(&item)
+            .unwrap()
+            .replace(
+                "name: kyverno-cloned-os-image-server-images",
+                "name: kyverno-cloned-os-images-info-capm3",
+            )
+            .replace(
+                "name: capm3-os-image-server-os-images",
+                "name: capm3-os-image-server-os-images-info",
+            )
+            .replace("namespace: sylva-system", "namespace: os-images")
+            .replace("synchronize: true", "synchronize: false");
+        let old: Value = serde_yaml::from_str(&text).unwrap();
+        let policy = cluster_policy_spec(&old).unwrap();
+        let (findings, fixed) = check(&old, &policy, clone_rule(&policy, &spec), &spec);
+        let fields: Vec<&str> = findings.iter().map(|f| f.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "spec.rules[0].generate.name",
+                "spec.rules[0].generate.synchronize",
+                "spec.rules[0].generate.clone"
+            ]
+        );
+        assert_eq!(fixed.unwrap(), item);
+    }
+
+    #[test]
+    fn namespace_label_must_be_present_and_empty() {
+        let ns = |labels: &str| -> Value {
+            serde_yaml::from_str(&format!(
+                "apiVersion: v1\nkind: Namespace\nmetadata: {{name: wc1, labels: {labels}}}\n"
+            ))
+            .unwrap()
+        };
+        assert!(
+            namespace_label(&ns("{sylva-project.org/workload-cluster: ''}"))
+                .unwrap()
+                .is_none()
+        );
+        assert!(namespace_label(&ns("{}")).unwrap().is_some());
+        assert!(
+            namespace_label(&ns("{sylva-project.org/workload-cluster: 'yes'}"))
+                .unwrap()
+                .is_some()
+        );
+    }
+}

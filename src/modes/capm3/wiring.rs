@@ -1,0 +1,388 @@
+//! Checks (A) and (B) in the `cluster` HelmRelease's `spec.valuesFrom` and computes the list
+//! sylva-units renders since the two sources were decoupled (charts/sylva-units/values.yaml, the
+//! `cluster` unit): the cluster's own `os-images-info` (A), then the served-images ConfigMap (B).
+
+use serde_yaml::Value;
+
+use super::config::Capm3OSImageSourcesSpec;
+use super::resources::ValuesReference;
+use super::{Context, Finding};
+
+/// ConfigMaps a workload cluster read before the decoupling: the Kyverno clone of the
+/// os-image-server output of that time, and that output itself. Both carry the management
+/// cluster's `os_images`. (sylva-core before the merge of "capm3 decouple os-images-info and
+/// os-image-server output ConfigMap": workload-cluster.values.yaml
+/// `_internal.cluster_unit_os_images_info_configmap`, values.yaml `outputConfigMapName`.)
+pub const LEGACY_SOURCES: [&str; 2] = [
+    "kyverno-cloned-os-images-info-capm3",
+    "capm3-os-image-server-os-images-info",
+];
+
+/// Role of one `valuesFrom` entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// (A) the cluster's own os-images-info.
+    OsImagesInfo,
+    /// (B) the served-images ConfigMap this context reads.
+    Served,
+    /// The served-images ConfigMap of the other context.
+    WrongServed,
+    /// A pre-decoupling source of `os_images` from the management cluster.
+    Legacy,
+    /// Anything else (the cluster values Secret, capo's ConfigMaps, ...).
+    Other,
+}
+
+/// The names the wiring of one cluster is checked against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Names {
+    /// (A).
+    pub os_images_info: String,
+    /// (B) in this context.
+    pub served: String,
+    /// (B) of the other context (wrong here).
+    pub wrong_served: String,
+}
+
+impl Names {
+    /// The names for a cluster in `context`.
+    pub fn new(spec: &Capm3OSImageSourcesSpec, context: Context) -> Self {
+        let (served, wrong_served) = match context {
+            Context::Workload => (&spec.served_images, &spec.server_output.name),
+            Context::Management => (&spec.server_output.name, &spec.served_images),
+        };
+        Names {
+            os_images_info: spec.os_images_info.clone(),
+            served: served.clone(),
+            wrong_served: wrong_served.clone(),
+        }
+    }
+
+    fn role(&self, r: &ValuesReference) -> Role {
+        if r.kind != "ConfigMap" {
+            Role::Other
+        } else if r.name == self.os_images_info {
+            Role::OsImagesInfo
+        } else if r.name == self.served {
+            Role::Served
+        } else if r.name == self.wrong_served {
+            Role::WrongServed
+        } else if LEGACY_SOURCES.contains(&r.name.as_str()) {
+            Role::Legacy
+        } else {
+            Role::Other
+        }
+    }
+}
+
+/// The outcome of the wiring check of one HelmRelease.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Wiring {
+    /// What was found (errors and warnings the fix resolves carry `fixable`).
+    pub findings: Vec<Finding>,
+    /// `spec.valuesFrom` as sylva-units wires it (equal to the input when nothing is wrong).
+    pub desired: Vec<Value>,
+    /// Typed view of `desired`.
+    pub desired_refs: Vec<ValuesReference>,
+    /// Position of (A) and (B) in `desired`.
+    pub positions: (usize, usize),
+}
+
+/// Checks the entries (`raw` as written, `refs` typed) of one HelmRelease in `context`.
+pub fn check(raw: &[Value], refs: &[ValuesReference], names: &Names, context: Context) -> Wiring {
+    let mut findings = Vec::new();
+    // Slots of the desired list: an input entry kept as written, or a canonical new entry.
+    let mut slots: Vec<(Option<usize>, ValuesReference)> = Vec::new();
+    let (mut have_a, mut have_b) = (false, false);
+    let canonical_a = ValuesReference::config_map(&names.os_images_info);
+    let canonical_b = ValuesReference::config_map(&names.served);
+    for (i, r) in refs.iter().enumerate() {
+        let field = format!("spec.valuesFrom[{i}]");
+        match names.role(r) {
+            Role::Other => slots.push((Some(i), r.clone())),
+            role @ (Role::OsImagesInfo | Role::Served) => {
+                let (have, canonical, what) = if role == Role::OsImagesInfo {
+                    (&mut have_a, &canonical_a, "(A) os-images-info")
+                } else {
+                    (&mut have_b, &canonical_b, "(B) served-images")
+                };
+                if *have {
+                    findings.push(
+                        Finding::fixable_error(
+                            "duplicate",
+                            format!(
+                                "{what} ConfigMap {} is referenced twice; only the first is kept",
+                                r.name
+                            ),
+                            field,
+                            raw[i].clone(),
+                            Value::Null,
+                        )
+                        .warning(),
+                    );
+                    continue;
+                }
+                *have = true;
+                if r.merges_document() {
+                    slots.push((Some(i), r.clone()));
+                } else {
+                    findings.push(Finding::fixable_error(
+                        if role == Role::OsImagesInfo { "os-images-info" } else { "served-images" },
+                        format!(
+                            "{what} entry reads key {:?}{}: the chart needs the whole `values.yaml` document merged at the root",
+                            r.key(),
+                            r.target_path.as_ref().map(|p| format!(" into {p}")).unwrap_or_default()
+                        ),
+                        field,
+                        raw[i].clone(),
+                        canonical.to_value(),
+                    ));
+                    slots.push((None, canonical.clone()));
+                }
+            }
+            Role::WrongServed => {
+                let message = match context {
+                    Context::Workload => format!(
+                        "a workload cluster reads (B) from the management cluster's os-image-server output {} directly: Flux looks it up in the HelmRelease's own namespace, where only the Kyverno clone {} exists",
+                        r.name, names.served
+                    ),
+                    Context::Management => format!(
+                        "the management cluster reads (B) from {}, a Kyverno clone that exists only in workload-cluster namespaces; its (B) is the os-image-server output {}",
+                        r.name, names.served
+                    ),
+                };
+                findings.push(Finding::fixable_error(
+                    "served-images",
+                    message,
+                    field,
+                    raw[i].clone(),
+                    if have_b {
+                        Value::Null
+                    } else {
+                        canonical_b.to_value()
+                    },
+                ));
+                if !have_b {
+                    have_b = true;
+                    slots.push((None, canonical_b.clone()));
+                }
+            }
+            Role::Legacy => {
+                // Replaced in place by (A) then (B), unless the list has them elsewhere; with
+                // (A) further down, a missing (B) goes after it (below).
+                let mut replacement = Vec::new();
+                let a_elsewhere = refs.iter().any(|r| names.role(r) == Role::OsImagesInfo);
+                if !have_a && !a_elsewhere {
+                    replacement.push(canonical_a.clone());
+                    have_a = true;
+                }
+                let b_elsewhere = refs.iter().any(|r| names.role(r) == Role::Served);
+                if !have_b && !b_elsewhere && !a_elsewhere {
+                    replacement.push(canonical_b.clone());
+                    have_b = true;
+                }
+                findings.push(Finding::fixable_error(
+                    "os-images-info",
+                    format!(
+                        "{} carries the management cluster's os_images (the wiring from before os-images-info and the os-image-server output were decoupled): \
+                         the images of this cluster must come from its own {} (A), and only the list of served images from {} (B)",
+                        r.name, names.os_images_info, names.served
+                    ),
+                    field,
+                    raw[i].clone(),
+                    Value::Sequence(replacement.iter().map(ValuesReference::to_value).collect()),
+                ));
+                slots.extend(replacement.into_iter().map(|r| (None, r)));
+            }
+        }
+    }
+    if !have_a {
+        let at = slots
+            .iter()
+            .position(|(_, r)| names.role(r) == Role::Served)
+            .unwrap_or(slots.len());
+        findings.push(Finding::fixable_error(
+            "os-images-info",
+            format!(
+                "spec.valuesFrom lacks (A), the cluster's own os-images-info ConfigMap {}: sylva-capi-cluster gets no os_images of this cluster",
+                names.os_images_info
+            ),
+            "spec.valuesFrom".into(),
+            Value::Null,
+            canonical_a.to_value(),
+        ));
+        slots.insert(at, (None, canonical_a.clone()));
+    }
+    let a = slots
+        .iter()
+        .position(|(_, r)| names.role(r) == Role::OsImagesInfo)
+        .expect("(A) is in the desired list");
+    if !have_b {
+        findings.push(Finding::fixable_error(
+            "served-images",
+            format!(
+                "spec.valuesFrom lacks (B), the served-images ConfigMap {}: sylva-capi-cluster cannot check that the os-image-server serves the selected images",
+                names.served
+            ),
+            "spec.valuesFrom".into(),
+            Value::Null,
+            canonical_b.to_value(),
+        ));
+        slots.insert(a + 1, (None, canonical_b.clone()));
+    }
+    let b = slots
+        .iter()
+        .position(|(_, r)| names.role(r) == Role::Served)
+        .expect("(B) is in the desired list");
+    let (a, b) = if b < a {
+        let at_input = slots[b].0.map(|i| format!("spec.valuesFrom[{i}]"));
+        findings.push(Finding::fixable_error(
+            "values-order",
+            format!(
+                "(B) {} comes before (A) {}; sylva-units renders (A) first and (B) after it, each later entry overriding the earlier ones",
+                names.served, names.os_images_info
+            ),
+            at_input.unwrap_or_else(|| "spec.valuesFrom".into()),
+            Value::Null,
+            Value::Null,
+        ).warning());
+        let entry = slots.remove(b);
+        slots.insert(a, entry);
+        (a - 1, a)
+    } else {
+        (a, b)
+    };
+    let desired = slots
+        .iter()
+        .map(|(i, r)| match i {
+            Some(i) => raw[*i].clone(),
+            None => r.to_value(),
+        })
+        .collect();
+    Wiring {
+        findings,
+        desired,
+        desired_refs: slots.into_iter().map(|(_, r)| r).collect(),
+        positions: (a, b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(context: Context) -> Names {
+        Names::new(&Capm3OSImageSourcesSpec::default(), context)
+    }
+
+    fn run(src: &str, context: Context) -> Wiring {
+        let raw: Vec<Value> = serde_yaml::from_str(src).unwrap();
+        let refs: Vec<ValuesReference> = serde_yaml::from_str(src).unwrap();
+        check(&raw, &refs, &names(context), context)
+    }
+
+    fn desired_names(w: &Wiring) -> Vec<&str> {
+        w.desired_refs.iter().map(|r| r.name.as_str()).collect()
+    }
+
+    const SECRET: &str =
+        "{kind: Secret, name: helm-unit-values-cluster-abc1234, valuesKey: values}";
+
+    #[test]
+    fn the_sylva_units_wiring_passes_unchanged() {
+        let src = format!(
+            "[{SECRET}, {{kind: ConfigMap, name: os-images-info}}, {{kind: ConfigMap, name: kyverno-cloned-os-image-server-images}}]"
+        );
+        let w = run(&src, Context::Workload);
+        assert!(w.findings.is_empty(), "{:?}", w.findings);
+        assert_eq!(w.desired, serde_yaml::from_str::<Vec<Value>>(&src).unwrap());
+        assert_eq!(w.positions, (1, 2));
+        let src = format!(
+            "[{SECRET}, {{kind: ConfigMap, name: os-images-info}}, {{kind: ConfigMap, name: capm3-os-image-server-os-images}}]"
+        );
+        assert!(run(&src, Context::Management).findings.is_empty());
+    }
+
+    #[test]
+    fn legacy_clone_is_replaced_by_a_then_b_in_place() {
+        let src = format!(
+            "[{SECRET}, {{kind: ConfigMap, name: kyverno-cloned-os-images-info-capm3, valuesKey: values.yaml}}, {{kind: ConfigMap, name: other}}]"
+        );
+        let w = run(&src, Context::Workload);
+        assert_eq!(
+            desired_names(&w),
+            [
+                "helm-unit-values-cluster-abc1234",
+                "os-images-info",
+                "kyverno-cloned-os-image-server-images",
+                "other"
+            ]
+        );
+        assert_eq!(w.findings.len(), 1);
+        assert!(w.findings[0].fixable && w.findings[0].is_error());
+    }
+
+    #[test]
+    fn workload_pointing_at_the_management_configmap_is_rewired() {
+        let src = "[{kind: ConfigMap, name: os-images-info}, {kind: ConfigMap, name: capm3-os-image-server-os-images}]";
+        let w = run(src, Context::Workload);
+        assert_eq!(
+            desired_names(&w),
+            ["os-images-info", "kyverno-cloned-os-image-server-images"]
+        );
+        assert_eq!(w.findings[0].field, "spec.valuesFrom[1]");
+        // The same list is right for the management cluster...
+        assert!(run(src, Context::Management).findings.is_empty());
+        // ...and the clone is wrong there.
+        let src = "[{kind: ConfigMap, name: os-images-info}, {kind: ConfigMap, name: kyverno-cloned-os-image-server-images}]";
+        let w = run(src, Context::Management);
+        assert_eq!(
+            desired_names(&w),
+            ["os-images-info", "capm3-os-image-server-os-images"]
+        );
+    }
+
+    #[test]
+    fn missing_entries_are_added_a_before_b() {
+        let w = run(&format!("[{SECRET}]"), Context::Workload);
+        assert_eq!(w.findings.len(), 2);
+        assert_eq!(
+            desired_names(&w)[1..],
+            ["os-images-info", "kyverno-cloned-os-image-server-images"]
+        );
+        let w = run(
+            "[{kind: ConfigMap, name: kyverno-cloned-os-image-server-images}]",
+            Context::Workload,
+        );
+        assert_eq!(
+            desired_names(&w),
+            ["os-images-info", "kyverno-cloned-os-image-server-images"]
+        );
+    }
+
+    #[test]
+    fn b_before_a_is_a_warning_and_reordered() {
+        let src = "[{kind: ConfigMap, name: kyverno-cloned-os-image-server-images}, {kind: Secret, name: s}, {kind: ConfigMap, name: os-images-info}]";
+        let w = run(src, Context::Workload);
+        assert_eq!(w.findings.len(), 1);
+        assert!(!w.findings[0].is_error());
+        assert_eq!(w.findings[0].check, "values-order");
+        assert_eq!(
+            desired_names(&w),
+            [
+                "s",
+                "os-images-info",
+                "kyverno-cloned-os-image-server-images"
+            ]
+        );
+        assert_eq!(w.positions, (1, 2));
+    }
+
+    #[test]
+    fn non_default_keys_are_corrected() {
+        let src = "[{kind: ConfigMap, name: os-images-info, valuesKey: data}, {kind: ConfigMap, name: kyverno-cloned-os-image-server-images, targetPath: x}]";
+        let w = run(src, Context::Workload);
+        assert_eq!(w.findings.len(), 2);
+        assert!(w.desired_refs.iter().all(ValuesReference::merges_document));
+    }
+}

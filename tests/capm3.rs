@@ -1,0 +1,499 @@
+//! Integration tests of the `Capm3OSImageSources` mode: the real binary on ResourceLists made by
+//! the real `kpt fn source` from the capm3 examples, the emitted and edited objects checked
+//! against the vendored Kyverno and Flux CRDs and k8s-openapi, and the error paths and edge
+//! cases: bad config, missing items, management vs workload, `valuesFrom` order, (B) carrying
+//! `os_images`, fixes that cannot be written.
+
+mod common;
+
+use common::{
+    crd, edit_item as edit, example_source as source, find, items, k8s, ok, run_list as run,
+    set_path as set, with_spec, yaml,
+};
+use k8s_openapi::api::core::v1::Namespace;
+use serde_yaml::{Mapping, Value};
+
+/// Output of a run that must fail: exit 1, the items exactly as they came in.
+fn fails(list: &Value) -> Value {
+    let r = run(list);
+    assert_eq!(r.code, 1, "expected failure; stdout: {}", r.stdout_str());
+    assert!(!r.stderr.is_empty());
+    let out = r.resource_list();
+    assert_eq!(
+        items(&out),
+        items(list),
+        "items must come out unchanged on error"
+    );
+    out
+}
+
+fn results(out: &Value) -> Vec<Value> {
+    out["results"].as_sequence().cloned().unwrap_or_default()
+}
+
+/// The results of one check.
+fn check(out: &Value, name: &str) -> Vec<Value> {
+    results(out)
+        .into_iter()
+        .filter(|r| r["tags"]["check"] == name)
+        .collect()
+}
+
+fn only(out: &Value, name: &str) -> Value {
+    let found = check(out, name);
+    assert_eq!(found.len(), 1, "{name}: {found:#?}");
+    found[0].clone()
+}
+
+fn without(mut list: Value, kind: &str, name: &str) -> Value {
+    let seq = list["items"].as_sequence_mut().unwrap();
+    let before = seq.len();
+    seq.retain(|i| !(i["kind"] == kind && i["metadata"]["name"] == name));
+    assert_eq!(seq.len() + 1, before, "no {kind} {name} to remove");
+    list
+}
+
+fn value_names(release: &Value) -> Vec<String> {
+    release["spec"]["valuesFrom"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Runs the output again: nothing may change.
+fn idempotent(out: &Value) {
+    let mut again_in = out.clone();
+    again_in.as_mapping_mut().unwrap().remove("results");
+    let again = ok(&again_in);
+    assert_eq!(items(&again), items(out), "a second run changed items");
+    assert!(
+        check(&again, "os-images-info")
+            .iter()
+            .chain(&check(&again, "served-images"))
+            .all(|r| r["severity"] == "info"),
+        "{:#?}",
+        results(&again)
+    );
+}
+
+#[test]
+fn emitted_and_edited_objects_validate_against_the_upstream_crds() {
+    // The clone policy added to a management package.
+    let out = ok(&source("capm3-management-fix"));
+    let policy = find(&out, "ClusterPolicy", "clone-os-images-info-capm3");
+    crd::validate(policy).unwrap_or_else(|e| panic!("ClusterPolicy: {e:?}"));
+    assert_eq!(
+        policy["metadata"]["annotations"]["config.kubernetes.io/path"],
+        "clone-os-images-info-capm3.yaml"
+    );
+    idempotent(&out);
+    // The rewired HelmRelease.
+    let out = ok(&source("capm3-workload-legacy-wiring-fix"));
+    let release = find(&out, "HelmRelease", "cluster");
+    crd::validate(release).unwrap_or_else(|e| panic!("HelmRelease: {e:?}"));
+    assert_eq!(
+        value_names(release)[6..],
+        ["os-images-info", "kyverno-cloned-os-image-server-images"]
+    );
+    idempotent(&out);
+    // Every example's input HelmRelease and ClusterPolicy is valid too (the fixtures are real).
+    for name in ["capm3-workload-healthy", "capm3-not-capm3"] {
+        let list = source(name);
+        crd::validate(find(&list, "HelmRelease", "cluster")).unwrap();
+    }
+}
+
+#[test]
+fn a_wrong_clone_policy_is_corrected_and_validates() {
+    let mut list = source("capm3-management-fix");
+    let good = ok(&list);
+    let mut old = find(&good, "ClusterPolicy", "clone-os-images-info-capm3").clone();
+    // The policy as it was before the decoupling: clone os-images/...-os-images-info as
+    // kyverno-cloned-os-images-info-capm3.
+    set(
+        &mut old,
+        &["spec", "rules"],
+        yaml(
+            "- name: clone-os-images-info-capm3\n  match: {any: [{resources: {kinds: [Namespace], selector: {matchLabels: {sylva-project.org/workload-cluster: ''}}}}]}\n  generate: {kind: ConfigMap, apiVersion: v1, name: kyverno-cloned-os-images-info-capm3, namespace: '{{request.object.metadata.name}}', synchronize: true, clone: {name: capm3-os-image-server-os-images-info, namespace: os-images}}\n",
+        ),
+    );
+    list["items"].as_sequence_mut().unwrap().push(old);
+    let checked = fails(&with_spec(list.clone(), "fix", Value::Bool(false)));
+    let fields: Vec<String> = check(&checked, "clone-policy")
+        .iter()
+        .map(|r| r["field"]["path"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "spec.rules[0].generate.name",
+            "spec.rules[0].generate.clone"
+        ]
+    );
+    let out = ok(&list);
+    let fixed = find(&out, "ClusterPolicy", "clone-os-images-info-capm3");
+    crd::validate(fixed).unwrap();
+    assert_eq!(
+        fixed["spec"]["rules"][0]["generate"]["name"],
+        "kyverno-cloned-os-image-server-images"
+    );
+    assert_eq!(
+        fixed["spec"]["rules"][0]["generate"]["clone"]["namespace"],
+        "sylva-system"
+    );
+    // Orchestrator annotations survive the replacement.
+    assert!(fixed["metadata"]["annotations"]["config.kubernetes.io/path"].is_string());
+    idempotent(&out);
+}
+
+#[test]
+fn the_namespace_label_is_checked_and_added_with_fix() {
+    let list = edit(source("capm3-workload-healthy"), "Namespace", "wc1", |ns| {
+        ns["metadata"].as_mapping_mut().unwrap().remove("labels");
+    });
+    let out = fails(&list);
+    let r = only(&out, "namespace-label");
+    assert_eq!(
+        r["field"]["path"],
+        "metadata.labels.sylva-project.org/workload-cluster"
+    );
+    assert_eq!(r["resourceRef"]["kind"], "Namespace");
+    let out = ok(&with_spec(list, "fix", Value::Bool(true)));
+    let ns = find(&out, "Namespace", "wc1");
+    let typed: Namespace = k8s::roundtrip(ns).unwrap();
+    assert_eq!(
+        typed.metadata.labels.unwrap()["sylva-project.org/workload-cluster"],
+        ""
+    );
+    idempotent(&out);
+}
+
+#[test]
+fn missing_items_are_warnings_naming_what_was_not_checked() {
+    let base = source("capm3-workload-healthy");
+    let list = without(base.clone(), "ConfigMap", "os-images-info");
+    let out = ok(&list);
+    let r = only(&out, "image-selection");
+    assert_eq!(r["severity"], "warning");
+    assert!(
+        r["message"]
+            .as_str()
+            .unwrap()
+            .contains("wc1/os-images-info is not among the items")
+    );
+    let out = ok(&without(
+        base.clone(),
+        "ConfigMap",
+        "kyverno-cloned-os-image-server-images",
+    ));
+    let served = check(&out, "image-served");
+    assert_eq!(served.len(), 1, "{served:#?}");
+    assert_eq!(served[0]["severity"], "warning");
+    assert_eq!(served[0]["field"]["path"], "spec.valuesFrom[7]");
+    assert_eq!(
+        check(&out, "image-selection").len(),
+        2,
+        "selection still checked"
+    );
+    let out = ok(&without(base.clone(), "Namespace", "wc1"));
+    assert_eq!(only(&out, "namespace-label")["severity"], "warning");
+    // Without the cluster values Secret, sylva-units' values are not there either: the provider
+    // cannot be told.
+    let list = without(base.clone(), "Secret", "helm-unit-values-cluster-5f0c2a1");
+    let out = fails(&list);
+    let e = only(&out, "provider");
+    assert_eq!(e["severity"], "error");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("sylva-units-values"),
+        "{e:?}"
+    );
+    // No cluster unit at all.
+    let out = ok(&without(base, "HelmRelease", "cluster"));
+    assert_eq!(only(&out, "cluster")["severity"], "warning");
+    assert!(
+        check(&out, "clone-policy").is_empty(),
+        "no capm3 cluster, no policy check"
+    );
+}
+
+#[test]
+fn sylva_values_stand_in_for_the_cluster_values_secret() {
+    let base = source("capm3-workload-healthy");
+    let secret = find(&base, "Secret", "helm-unit-values-cluster-5f0c2a1");
+    let encoded = secret["data"]["values"].as_str().unwrap();
+    let decoded = String::from_utf8(encoded_bytes(encoded)).unwrap();
+    let mut values = Mapping::new();
+    values.insert("cluster".into(), yaml(&decoded));
+    let cm = yaml(&format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: sylva-units-values, namespace: wc1}}\ndata:\n  values: {}\n",
+        serde_json::to_string(&serde_yaml::to_string(&values).unwrap()).unwrap()
+    ));
+    let mut list = without(base, "Secret", "helm-unit-values-cluster-5f0c2a1");
+    list["items"].as_sequence_mut().unwrap().push(cm);
+    let out = ok(&list);
+    let provider = only(&out, "provider");
+    assert!(
+        provider["message"]
+            .as_str()
+            .unwrap()
+            .contains("ConfigMap wc1/sylva-units-values")
+    );
+    assert_eq!(check(&out, "image-served").len(), 2);
+    // sylva-units' default provider is capd.
+    let list = edit(list, "ConfigMap", "sylva-units-values", |cm| {
+        cm["data"]["values"] = Value::from("cluster: {name: wc1}\n");
+    });
+    let out = ok(&list);
+    assert!(
+        only(&out, "provider")["message"]
+            .as_str()
+            .unwrap()
+            .contains("infra provider capd")
+    );
+}
+
+fn encoded_bytes(b64: &str) -> Vec<u8> {
+    serde_yaml::from_value::<k8s_openapi::ByteString>(Value::from(b64))
+        .unwrap()
+        .0
+}
+
+#[test]
+fn management_and_workload_are_told_apart_by_namespace_or_config() {
+    // A workload cluster pointing at the management cluster's output directly.
+    let list = edit(
+        source("capm3-workload-healthy"),
+        "HelmRelease",
+        "cluster",
+        |hr| {
+            hr["spec"]["valuesFrom"][7]["name"] = Value::from("capm3-os-image-server-os-images");
+        },
+    );
+    let out = fails(&list);
+    let e = only(&out, "served-images");
+    assert_eq!(e["field"]["path"], "spec.valuesFrom[7]");
+    assert!(e["message"].as_str().unwrap().contains("directly"));
+    let fixed = ok(&with_spec(list.clone(), "fix", Value::Bool(true)));
+    assert_eq!(
+        value_names(find(&fixed, "HelmRelease", "cluster"))[7],
+        "kyverno-cloned-os-image-server-images"
+    );
+    idempotent(&fixed);
+    // Declared the management cluster, the same list is right (its (B) is the output itself);
+    // the workload namespace's ConfigMaps are then not its (B).
+    let out = ok(&with_spec(list, "context", Value::from("management")));
+    assert!(
+        only(&out, "provider")["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("management cluster")
+    );
+    assert!(check(&out, "served-images").is_empty());
+    assert!(check(&out, "namespace-label").is_empty());
+    // The management package's release, declared a workload cluster, must read the clone.
+    let management = with_spec(source("capm3-management-fix"), "fix", Value::Bool(false));
+    let out = fails(&with_spec(management, "context", Value::from("workload")));
+    assert_eq!(
+        only(&out, "served-images")["field"]["path"],
+        "spec.valuesFrom[7]"
+    );
+    // No namespace: auto cannot decide.
+    let list = edit(
+        source("capm3-workload-healthy"),
+        "HelmRelease",
+        "cluster",
+        |hr| {
+            hr["metadata"].as_mapping_mut().unwrap().remove("namespace");
+        },
+    );
+    let out = fails(&list);
+    let e = &results(&out)[0];
+    assert_eq!(e["field"]["path"], "metadata.namespace");
+    assert!(e["message"].as_str().unwrap().contains("spec.context"));
+}
+
+#[test]
+fn valuesfrom_order_b_before_a_is_a_warning_and_fix_reorders() {
+    let list = edit(
+        source("capm3-workload-healthy"),
+        "HelmRelease",
+        "cluster",
+        |hr| {
+            let entries = hr["spec"]["valuesFrom"].as_sequence_mut().unwrap();
+            entries.swap(6, 7);
+        },
+    );
+    let out = ok(&list);
+    let w = only(&out, "values-order");
+    assert_eq!(w["severity"], "warning");
+    assert_eq!(w["field"]["path"], "spec.valuesFrom[6]");
+    assert_eq!(items(&out), items(&list), "check-only changes nothing");
+    let out = ok(&with_spec(list, "fix", Value::Bool(true)));
+    assert_eq!(
+        value_names(find(&out, "HelmRelease", "cluster"))[6..],
+        ["os-images-info", "kyverno-cloned-os-image-server-images"]
+    );
+    idempotent(&out);
+}
+
+#[test]
+fn b_carrying_os_images_is_an_error_about_the_configmap() {
+    let list = edit(
+        source("capm3-workload-healthy"),
+        "ConfigMap",
+        "kyverno-cloned-os-image-server-images",
+        |cm| {
+            let doc = cm["data"]["values.yaml"].as_str().unwrap().to_owned();
+            cm["data"]["values.yaml"] = Value::from(format!(
+                "{doc}os_images:\n  ubuntu-noble-plain-rke2-1-31-8: {{sha256: '{}'}}\n",
+                "0".repeat(64)
+            ));
+        },
+    );
+    let out = fails(&list);
+    let e = only(&out, "os-images-override");
+    assert_eq!(
+        e["resourceRef"]["name"],
+        "kyverno-cloned-os-image-server-images"
+    );
+    assert_eq!(e["field"]["path"], "data.values.yaml.os_images");
+    // Merged after (A), (B)'s checksum wins: the selected image is then one the server does
+    // not serve, as the chart would see it.
+    let served = check(&out, "image-served");
+    assert!(
+        served.iter().all(|r| r["severity"] == "error"),
+        "{served:#?}"
+    );
+    // With fix: true the wiring is fine and the content cannot be fixed: still an error.
+    fails(&with_spec(list, "fix", Value::Bool(true)));
+}
+
+#[test]
+fn corrections_are_not_written_when_another_error_remains() {
+    // Legacy wiring (fixable) plus an ambiguous selector (not fixable).
+    let mut list = with_spec(
+        source("capm3-workload-legacy-wiring"),
+        "fix",
+        Value::Bool(true),
+    );
+    let ambiguous = source("capm3-ambiguous-selector");
+    let secret = find(&ambiguous, "Secret", "helm-unit-values-cluster-5f0c2a1").clone();
+    list = edit(list, "Secret", "helm-unit-values-cluster-5f0c2a1", |s| {
+        *s = secret
+    });
+    let out = fails(&list);
+    let fixed = only(&out, "os-images-info");
+    assert_eq!(fixed["severity"], "info");
+    assert!(
+        fixed["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("not written: this run has errors, so every item is left as it came in"),
+        "{fixed:?}"
+    );
+}
+
+#[test]
+fn config_errors_name_the_field() {
+    let base = source("capm3-workload-healthy");
+    let field_of = |list: &Value| {
+        let out = fails(list);
+        let e = results(&out)
+            .into_iter()
+            .find(|r| r["severity"] == "error")
+            .unwrap();
+        assert_eq!(e["resourceRef"]["kind"], "Capm3OSImageSources", "{e:?}");
+        e["field"]["path"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(
+        field_of(&with_spec(base.clone(), "fixx", Value::Bool(true))),
+        "spec.fixx"
+    );
+    assert_eq!(
+        field_of(&with_spec(base.clone(), "context", Value::from("mgmt"))),
+        "spec.context"
+    );
+    assert_eq!(
+        field_of(&with_spec(base.clone(), "osImagesInfo", Value::from(""))),
+        "spec.osImagesInfo"
+    );
+    assert_eq!(
+        field_of(&with_spec(
+            base.clone(),
+            "servedImages",
+            Value::from("capm3-os-image-server-os-images")
+        )),
+        "spec.servedImages"
+    );
+    assert_eq!(
+        field_of(&with_spec(base.clone(), "cluster", yaml("{name: nope}"))),
+        "spec.cluster"
+    );
+    assert_eq!(
+        field_of(&with_spec(
+            base.clone(),
+            "cluster",
+            yaml("{namespace: wc1}")
+        )),
+        "spec.cluster"
+    );
+    // The ConfigMap form names the data key.
+    let mut cm = base.clone();
+    cm["functionConfig"] = yaml(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\ndata: {mode: capm3-os-image-sources, fix: perhaps}\n",
+    );
+    let out = fails(&cm);
+    assert_eq!(results(&out)[0]["field"]["path"], "data.fix");
+    cm["functionConfig"]["data"] = yaml(
+        "{mode: capm3-os-image-sources, fix: 'true', cluster.name: cluster, cluster.namespace: wc1}",
+    );
+    ok(&cm);
+}
+
+#[test]
+fn bad_items_are_errors_about_the_item() {
+    let base = source("capm3-workload-healthy");
+    let list = edit(base.clone(), "HelmRelease", "cluster", |hr| {
+        hr["spec"]["valuesFrom"][2] = Value::from("capo-cluster-resources");
+    });
+    let out = fails(&list);
+    let e = &results(&out)[0];
+    assert_eq!(e["resourceRef"]["kind"], "HelmRelease");
+    assert_eq!(e["field"]["path"], "spec.valuesFrom[2]");
+    let list = edit(base.clone(), "ConfigMap", "os-images-info", |cm| {
+        cm["data"]["values.yaml"] = Value::from("- not: a mapping\n");
+    });
+    let out = fails(&list);
+    let e = &results(&out)
+        .into_iter()
+        .find(|r| r["severity"] == "error")
+        .unwrap();
+    assert_eq!(e["resourceRef"]["name"], "os-images-info");
+    assert_eq!(e["field"]["path"], "data.values.yaml");
+    let list = edit(
+        base,
+        "ConfigMap",
+        "kyverno-cloned-os-image-server-images",
+        |cm| {
+            cm["data"]["values.yaml"] =
+                Value::from("capm3_os_image_server_images: {abc: {available: sometimes}}\n");
+        },
+    );
+    let out = fails(&list);
+    let e = results(&out)
+        .into_iter()
+        .find(|r| r["severity"] == "error")
+        .unwrap();
+    assert!(
+        e["field"]["path"]
+            .as_str()
+            .unwrap()
+            .starts_with("data.values.yaml.capm3_os_image_server_images.abc"),
+        "{e:?}"
+    );
+}
