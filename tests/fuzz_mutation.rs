@@ -259,16 +259,6 @@ fn mutations_keep_the_contract() {
     fuzz_mutations(allowed);
 }
 
-#[test]
-#[ignore = "fails until the engine handles the mutation families in fuzz/known.rs"]
-fn mutations_known_engine_failures() {
-    assert!(
-        !known::MUTATIONS.is_empty(),
-        "no known failures left: delete this test"
-    );
-    fuzz_mutations(known::MUTATIONS.to_vec());
-}
-
 /// Every minimised input in `tests/fuzz-regressions/mutation/` keeps the contract (those listed in
 /// [`known::REGRESSIONS`] must still break it, until the fix lands and the list shrinks).
 #[test]
@@ -307,4 +297,42 @@ fn regressions_stay_fixed() {
         unexpected.extend(known::unexpected(&format!("mutation/{name}"), verdict));
     }
     assert!(unexpected.is_empty(), "{}", unexpected.join("\n"));
+}
+
+/// Found by a long run (`HugeString` on `functionConfig.apiVersion`): a 4 MiB value an error
+/// names was repeated in the message, `resourceRef`, `field.currentValue` and on stderr, beside
+/// the echoed `functionConfig` — 31 × the input in output and memory. Results now show such values
+/// shortened (`krm::result::bound`); the echoed `functionConfig` keeps every byte.
+#[test]
+fn a_huge_value_an_error_names_is_shown_once() {
+    check::install_panic_counter();
+    let huge = "x".repeat(4 << 20);
+    let input = format!(
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: a\n  data:\n    k: v\nfunctionConfig:\n  apiVersion: {huge}\n  kind: LoadBalancerAnnouncer\n  metadata:\n    name: cutover\n  spec:\n    announcer: cilium\n    phase: prepare\n"
+    );
+    let run = check::run(input.as_bytes());
+    let list = check::contract(&run)
+        .unwrap_or_else(|f| panic!("{:?}: {}", f.failure, fuzz::truncate(&f.detail, 500)))
+        .expect("a ResourceList with the error");
+    assert_eq!(run.out.exit_code, 1);
+    assert_eq!(list["functionConfig"]["apiVersion"].as_str(), Some(&*huge));
+    let result = &list["results"][0];
+    let shown = format!("… ({} bytes)", huge.len());
+    for v in [
+        &result["resourceRef"]["apiVersion"],
+        &result["field"]["currentValue"],
+    ] {
+        assert!(v.as_str().is_some_and(|s| s.ends_with(&shown)), "{v:?}");
+    }
+    assert!(
+        run.out.stdout.len() < input.len() + (16 << 10),
+        "{} bytes of output for {} of input",
+        run.out.stdout.len(),
+        input.len()
+    );
+    assert!(
+        run.out.stderr.len() < 8 << 10,
+        "{}",
+        fuzz::truncate(&run.out.stderr, 500)
+    );
 }

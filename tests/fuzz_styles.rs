@@ -43,16 +43,6 @@ fn styles_keep_the_items() {
     fuzz_styles(&Features::without(known::STYLES));
 }
 
-#[test]
-#[ignore = "fails until the engine reads the style families in fuzz/known.rs"]
-fn styles_known_engine_failures() {
-    assert!(
-        !known::STYLES.is_empty(),
-        "no known failures left: delete this test"
-    );
-    fuzz_styles(&Features::all());
-}
-
 /// Every minimised case in `tests/fuzz-regressions/styles/` (a restyled writing and its plain
 /// writing) gives the plain writing's output; those in `known::REGRESSIONS` must still fail.
 #[test]

@@ -80,9 +80,13 @@ pub fn run(input: &[u8]) -> Run {
 }
 
 /// The one document of `stdout`, if it is exactly one YAML document that is a ResourceList
-/// (`kind: ResourceList`, `items` a sequence).
+/// (`kind: ResourceList`, `items` a sequence) whose merge keys apply. Quoted `"<<"` keys are
+/// ordinary keys, as go-yaml reads them: they come back renamed
+/// ([`super::literal_keys::LITERAL_MERGE_KEY`]).
 pub fn resource_list(stdout: &[u8]) -> Result<Value, String> {
     let text = std::str::from_utf8(stdout).map_err(|e| format!("not UTF-8: {e}"))?;
+    let renamed = super::literal_keys::rename_quoted_merge_keys(text);
+    let text = renamed.as_deref().unwrap_or(text);
     let mut docs = Vec::new();
     for doc in serde_yaml::Deserializer::from_str(text) {
         let v: Value = serde::Deserialize::deserialize(doc).map_err(|e| e.to_string())?;
@@ -98,7 +102,7 @@ pub fn resource_list(stdout: &[u8]) -> Result<Value, String> {
     if !doc.get("items").is_some_and(Value::is_sequence) {
         return Err("items is not a sequence".into());
     }
-    // kubectl and kpt apply merge keys: a `<<` that is not a merge is invalid to them.
+    // kubectl and kpt apply merge keys: a plain `<<` that is not a merge is invalid to them.
     doc.clone()
         .apply_merge()
         .map_err(|e| format!("merge keys do not apply: {e}"))?;

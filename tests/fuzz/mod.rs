@@ -11,6 +11,7 @@ pub mod bases;
 pub mod bounds;
 pub mod check;
 pub mod known;
+pub mod literal_keys;
 pub mod mutate;
 pub mod shrink;
 pub mod style;

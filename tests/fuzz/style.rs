@@ -259,7 +259,8 @@ fn ordered_hash(v: &Value) -> u64 {
 }
 
 /// True when some mapping in `v` has a key too long for an implicit key (YAML's limit is 1024
-/// characters): such mappings are written in block style with `? ` keys.
+/// characters, flow mappings and JSON included): such mappings are written in block style with
+/// `? ` keys.
 fn has_long_key(v: &Value) -> bool {
     match v {
         Value::Mapping(m) => m
@@ -332,7 +333,10 @@ impl Writer<'_> {
         let crlf = self.choose(Feature::Crlf, &[90, 10]) == 1;
         self.sparse_anchors = self.choose(Feature::Anchors, &[50, 50]) == 1;
         self.dash_anchors = self.choose(Feature::Anchors, &[50, 50]) == 1;
-        if json && let Ok(text) = serde_json::to_string(doc) {
+        if json
+            && !has_long_key(doc)
+            && let Ok(text) = serde_json::to_string(doc)
+        {
             self.out = text;
             self.out.push('\n');
         } else {
