@@ -90,7 +90,9 @@ impl Writer<'_> {
             return false;
         };
         let first = lines.iter().find(|l| !l.is_empty());
-        let needs_indicator = first.is_some_and(|l| l.starts_with(' '));
+        // A first line starting with a space, or a tab (libyaml takes a tab where it detects
+        // the indentation for an indentation error), needs an explicit indentation indicator.
+        let needs_indicator = first.is_some_and(|l| l.starts_with([' ', '\t']));
         if needs_indicator && !matches!(slot, Slot::MapValue { .. }) {
             return false;
         }
