@@ -24,7 +24,6 @@ mod common;
 mod fuzz;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -278,7 +277,7 @@ fn mutations_keep_the_contract() {
 fn regressions_stay_fixed() {
     check::install_panic_counter();
     start_watchdog(Duration::from_secs(30));
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-regressions/mutation");
+    let dir = common::root().join("tests/fuzz-regressions/mutation");
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .map(|rd| {
             rd.filter_map(|e| {

@@ -386,7 +386,7 @@ fn shrink(
 /// `tests/fuzz-regressions/styles/`: restyled/plain pairs that `style_regressions_stay_fixed`
 /// replays.
 fn regression_dir() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-regressions/styles")
+    common::root().join("tests/fuzz-regressions/styles")
 }
 
 /// Keeps a minimised failing case as `<name>.styled.yaml` and `<name>.plain.yaml`.

@@ -8,12 +8,12 @@
 mod generate;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use serde_yaml::{Mapping, Value};
 
 use super::Rng;
+use crate::common::{self, examples::TestCase};
 use generate::{Config, Spec};
 
 /// A ResourceList to fuzz, as a tree.
@@ -126,12 +126,8 @@ pub fn examples() -> &'static [Base] {
     EXAMPLES.get_or_init(capture_examples)
 }
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn capture_examples() -> Vec<Base> {
-    let work = root().join("target/fuzz-kpt");
+    let work = common::root().join("target/fuzz-kpt");
     std::fs::create_dir_all(&work).unwrap();
     let tmp = tempfile::tempdir_in(&work).unwrap();
     let dump = tmp.path().join("dump.sh");
@@ -146,14 +142,8 @@ fn capture_examples() -> Vec<Base> {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&dump, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root().join("examples"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.join("Kptfile").exists())
-        .collect();
-    dirs.sort();
     let mut bases = Vec::new();
-    for dir in dirs {
+    for dir in common::examples::examples() {
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
         // kpt takes half a second per package: its capture is kept per package content.
         let cached = work.join(format!("{name}-{:016x}.yaml", content_hash(&dir)));
@@ -165,16 +155,15 @@ fn capture_examples() -> Vec<Base> {
             continue;
         }
         let copy = tmp.path().join(dir.file_name().unwrap());
-        crate::common::copy_dir(&dir, &copy);
-        let mut cmd = Command::new("kpt");
-        cmd.env("NO_COLOR", "1")
-            .env("TMPDIR", tmp.path())
+        common::copy_dir(&dir, &copy);
+        let mut cmd = common::kpt();
+        cmd.env("TMPDIR", tmp.path())
             .args(["fn", "eval"])
             .arg(&copy)
             .arg("--exec")
             .arg(&dump)
             .args(["-o", "stdout"]);
-        let args = example_args(&dir);
+        let args = common::examples::key_values(&TestCase::load(&dir).config.args);
         if args.is_empty() {
             cmd.arg("--fn-config").arg(copy.join("fn-config.yaml"));
         } else {
@@ -197,7 +186,7 @@ fn capture_examples() -> Vec<Base> {
             doc: serde_yaml::from_str(&text).expect("kpt's ResourceList parses"),
         });
     }
-    let quickstart = root().join("examples/quickstart/resourcelist.yaml");
+    let quickstart = common::root().join("examples/quickstart/resourcelist.yaml");
     bases.push(Base {
         name: "example:quickstart".into(),
         doc: serde_yaml::from_str(&std::fs::read_to_string(quickstart).unwrap()).unwrap(),
@@ -227,27 +216,6 @@ fn content_hash(dir: &Path) -> u64 {
         std::fs::read(&f).unwrap().hash(&mut h);
     }
     h.finish()
-}
-
-/// `key=value` arguments from an example's `.expected/config.yaml` (`args:` map).
-fn example_args(dir: &Path) -> Vec<String> {
-    let cfg: Value = std::fs::read_to_string(dir.join(".expected/config.yaml"))
-        .map(|t| serde_yaml::from_str(&t).unwrap())
-        .unwrap_or(Value::Null);
-    cfg.get("args")
-        .and_then(Value::as_mapping)
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| {
-                    let v = match v {
-                        Value::String(s) => s.clone(),
-                        other => serde_yaml::to_string(other).unwrap().trim_end().to_owned(),
-                    };
-                    format!("{}={v}", k.as_str().unwrap())
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Strings that trip text-based YAML handling: YAML lookalikes, quotes, comment and document

@@ -86,7 +86,7 @@ pub fn first_case_from_env() -> usize {
 
 /// Where failing inputs are written for a human to look at (`target/fuzz-failures/`).
 pub fn failure_dir() -> std::path::PathBuf {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/fuzz-failures");
+    let dir = crate::common::root().join("target/fuzz-failures");
     std::fs::create_dir_all(&dir).expect("create target/fuzz-failures");
     dir
 }

@@ -18,7 +18,8 @@ pub const SHOWN_VALUE_BYTES: usize = 512;
 pub const SHOWN_MESSAGE_BYTES: usize = 2048;
 
 impl KrmResult {
-    /// Bounds every text the result holds ([`SHOWN_VALUE_BYTES`], [`SHOWN_MESSAGE_BYTES`]).
+    /// Bounds every text the result holds from the input ([`SHOWN_VALUE_BYTES`],
+    /// [`SHOWN_MESSAGE_BYTES`]): the message, the references, the current value and the tags.
     pub fn bound(&mut self) {
         shorten_middle(&mut self.message, SHOWN_MESSAGE_BYTES);
         if let Some(r) = &mut self.resource_ref {
@@ -31,10 +32,8 @@ impl KrmResult {
         }
         if let Some(f) = &mut self.field {
             shorten(&mut f.path, SHOWN_VALUE_BYTES);
-            for v in [&mut f.current_value, &mut f.proposed_value]
-                .into_iter()
-                .flatten()
-            {
+            // The proposed value is the function's own (a plan), shown whole.
+            if let Some(v) = &mut f.current_value {
                 bound_value(v);
             }
         }
@@ -82,7 +81,7 @@ fn floor_boundary(s: &str, mut at: usize) -> usize {
     at
 }
 
-/// A field value bounded: long strings shortened; a mapping or sequence whose text would be
+/// A found value bounded: long strings shortened; a mapping or sequence whose text would be
 /// longer than [`SHOWN_MESSAGE_BYTES`] becomes its (shortened) YAML text.
 fn bound_value(v: &mut Value) {
     match v {
@@ -136,8 +135,7 @@ mod tests {
                 namespace: None,
             })
             .field("apiVersion")
-            .current(huge.clone())
-            .proposed(Value::Sequence(vec![Value::String(huge.clone()); 3]))
+            .current(Value::Sequence(vec![Value::String(huge.clone()); 3]))
             .tag("check", huge.clone());
         r.bound();
         assert!(
@@ -151,10 +149,15 @@ mod tests {
         let api = &r.resource_ref.as_ref().unwrap().api_version;
         assert!(api.len() <= SHOWN_VALUE_BYTES + 20);
         assert!(api.ends_with(&format!("… ({} bytes)", huge.len())));
-        let field = r.field.as_ref().unwrap();
-        assert_eq!(field.current_value, Some(Value::String(api.clone())));
-        let proposed = field.proposed_value.as_ref().unwrap().as_str().unwrap();
-        assert!(proposed.starts_with("- éé") && proposed.len() <= SHOWN_VALUE_BYTES + 20);
+        let current = r.field.as_ref().unwrap().current_value.as_ref().unwrap();
+        let current = current
+            .as_str()
+            .expect("a long sequence is shown as its text");
+        assert!(current.starts_with("- éé") && current.len() <= SHOWN_VALUE_BYTES + 20);
+        let mut string = KrmResult::error("m").current(huge.clone());
+        string.bound();
+        let shown = string.field.unwrap().current_value.unwrap();
+        assert_eq!(shown.as_str(), Some(&**api));
         assert!(r.tags["check"].len() <= SHOWN_VALUE_BYTES + 20);
         assert!(r.to_string().len() < 4 * 1024, "stderr line bounded too");
     }
@@ -164,8 +167,9 @@ mod tests {
         let make = || {
             KrmResult::warning("m".repeat(SHOWN_MESSAGE_BYTES))
                 .field("spec.x")
-                .current("v".repeat(SHOWN_VALUE_BYTES))
-                .proposed(Value::Sequence(vec![Value::String("a".repeat(100)); 15]))
+                .current(Value::Sequence(vec![Value::String("a".repeat(100)); 15]))
+                // A plan is the function's own: shown whole, however long.
+                .proposed(Value::Sequence(vec![Value::String("p".repeat(4096)); 15]))
                 .tag("check", "coverage")
         };
         let mut r = make();
