@@ -8,7 +8,8 @@
 //! - no panic; the exit code equals the plain document's; stdout is empty or exactly one
 //!   ResourceList;
 //! - its items, results and other fields equal (as `serde_yaml::Value`, merge keys applied, in
-//!   key order unless the case uses merge keys) those of the plain document's output;
+//!   key order unless the case uses merge keys, then results as a multiset) those of the plain
+//!   document's output;
 //! - running the function on its output changes no item;
 //! - per document, the plain YAML and its JSON form (which the engine reads without item spans)
 //!   give the same output.
