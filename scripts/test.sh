@@ -26,6 +26,11 @@ cargo build --target wasm32-wasip1 --release -p cutover --bin cutover
 # The module for kpt's own WebAssembly runtime (its own profile, see Cargo.toml), run through
 # node and kpt by tests/kpt_wasm/.
 cargo build --target wasm32-unknown-unknown --profile kpt-wasm -p cutover-kpt-wasm
+# Includes the fuzz suites (tests/fuzz_styles.rs, tests/fuzz_mutation.rs, their regression
+# replays) with their fixed seeds and default case counts: FUZZ_* variables are for long runs
+# only (docs/reliability.md).
+unset FUZZ_CASES FUZZ_SEED FUZZ_FEATURES FUZZ_MUTATIONS FUZZ_KEEP_GOING FUZZ_NO_SHRINK \
+    FUZZ_SAVE_REGRESSION FUZZ_TIME_LIMIT_MS FUZZ_HANG_SECS FUZZ_FIRST_CASE
 cargo test --no-fail-fast -p cutover --features bench-tools
 # Host tests in release only: this also builds target/release/cutover-wasm, with the same
 # features as the tests (the `wat` dev-dependency changes wasmtime's), so wasmtime is compiled

@@ -77,8 +77,11 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
     let (text, (mut list, prepared)) = match parsed {
         Ok(parsed) => parsed,
         Err(e) => {
+            // The message may quote the input (a 4 MiB integer that does not fit).
+            let mut line = format!("cutover: {e}");
+            krm::result::shorten_middle(&mut line, krm::SHOWN_MESSAGE_BYTES);
             return Ok(Report {
-                stderr: format!("cutover: {e}\n"),
+                stderr: format!("{line}\n"),
                 exit_code: 1,
             });
         }
@@ -163,8 +166,10 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
         })
         .collect();
     fill_missing_files(&mut results, &items, text, &list);
-    if let Some(mode) = mode {
-        for r in &mut results {
+    for r in &mut results {
+        // What a result repeats from the input is shown shortened (krm::result::bound).
+        r.bound();
+        if let Some(mode) = mode {
             r.tags.entry("mode".into()).or_insert_with(|| mode.into());
         }
     }
@@ -173,7 +178,8 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
     for r in results.iter().filter(|r| r.is_error()) {
         stderr.push_str(&format!("cutover: {r}\n"));
     }
-    for line in notes {
+    for mut line in notes {
+        krm::result::shorten_middle(&mut line, krm::SHOWN_MESSAGE_BYTES);
         stderr.push_str(&line);
         stderr.push('\n');
     }

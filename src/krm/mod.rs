@@ -22,7 +22,7 @@ pub mod yaml;
 pub use io::{InputError, ResourceList};
 pub use object::{KrmObject, ObjectRef};
 pub use outcome::{Edit, Outcome, PatchOp};
-pub use result::{FieldRef, FileRef, KrmResult, ResourceRef, Severity};
+pub use result::{FieldRef, FileRef, KrmResult, ResourceRef, SHOWN_MESSAGE_BYTES, Severity};
 
 /// Frees `garbage` on a short-lived thread. A run builds millions of small allocations (every
 /// YAML node of every item kept); freeing them one by one took about a

@@ -7,6 +7,9 @@ use serde_yaml::Value;
 
 use super::object::KrmObject;
 
+mod bound;
+pub use bound::{SHOWN_MESSAGE_BYTES, SHOWN_VALUE_BYTES, shorten_middle};
+
 /// How serious a result is. `error` makes the function exit 1 and leaves all items unchanged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

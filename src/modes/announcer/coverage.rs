@@ -11,8 +11,8 @@ use serde_yaml::Value;
 use super::cilium::{IpPool, L2Policy, SVC_NAME_LABEL, SVC_NAMESPACE_LABEL, interface_from_regex};
 use super::inventory::{Advertisement, Inventory, Pool};
 use super::ipam::{CiliumBlock, parse_ip};
-use super::policies::advertised_pools;
-use super::selector::{self, Labels, Matcher, canonical};
+use super::policies::{advertised_pools, pool_names};
+use super::selector::{self, Labels, Matcher, MatcherIndex, canonical};
 use super::service::{AboutService, LbService};
 use super::services::ServicePlan;
 use crate::krm::KrmResult;
@@ -95,6 +95,10 @@ pub struct Proof<'a> {
     /// What each policy that announces LoadBalancer IPs announces, with its prepared service
     /// selector.
     policy_ann: Vec<(Option<Matcher<'a>>, Announcement)>,
+    /// `cilium_pools` and `policy_ann` by a label their selector requires: a Service is matched
+    /// only against the few that may select it.
+    pool_index: MatcherIndex<'a>,
+    policy_index: MatcherIndex<'a>,
     /// `serviceAllocation.namespaces` of each MetalLB pool ([`Inventory::pools`] order).
     pool_namespaces: Vec<HashSet<&'a str>>,
     /// Cilium's announcements by the policies that select the Service.
@@ -138,11 +142,12 @@ impl<'a> Proof<'a> {
         policies: &'a [L2Policy],
     ) -> Self {
         let mut sink = Vec::new();
+        let known = pool_names(inv);
         let covered: Vec<(BTreeSet<String>, &Advertisement)> = inv
             .adverts
             .iter()
             .filter_map(|ad| {
-                advertised_pools(ad, inv, &items[ad.index], &mut sink).map(|set| (set, ad))
+                advertised_pools(ad, inv, &known, &items[ad.index], &mut sink).map(|set| (set, ad))
             })
             .collect();
         let covered_ann = covered
@@ -161,7 +166,7 @@ impl<'a> Proof<'a> {
                 }
             })
             .collect();
-        let cilium_pools = pools
+        let cilium_pools: Vec<CiliumPool> = pools
             .iter()
             .map(|p| {
                 let blocks = p
@@ -195,7 +200,7 @@ impl<'a> Proof<'a> {
                     .collect()
             })
             .collect();
-        let policy_ann = policies
+        let policy_ann: Vec<(Option<Matcher>, Announcement)> = policies
             .iter()
             .filter(|p| p.spec.load_balancer_ips)
             .map(|p| {
@@ -208,9 +213,13 @@ impl<'a> Proof<'a> {
                 (selector, (canonical(p.spec.node_selector.as_ref()), ifs))
             })
             .collect();
+        let pool_index = MatcherIndex::new(cilium_pools.iter().map(|(_, _, m)| m.as_ref()));
+        let policy_index = MatcherIndex::new(policy_ann.iter().map(|(m, _)| m.as_ref()));
         Proof {
             inv,
             covered,
+            pool_index,
+            policy_index,
             covered_ann,
             before_cache: HashMap::new(),
             cilium_pools,
@@ -265,8 +274,10 @@ impl<'a> Proof<'a> {
         labels.insert(SVC_NAMESPACE_LABEL.into(), svc.namespace().to_owned());
         labels.insert(SVC_NAME_LABEL.into(), svc.name().to_owned());
         let selecting: Vec<&CiliumPool> = self
-            .cilium_pools
-            .iter()
+            .pool_index
+            .candidates(&labels)
+            .into_iter()
+            .map(|i| &self.cilium_pools[i])
             .filter(|(_, _, sel)| sel.as_ref().is_none_or(|s| s.matches(&labels)))
             .collect();
         let mut errors = Vec::new();
@@ -350,11 +361,15 @@ impl<'a> Proof<'a> {
         };
         // 3. Announcements: same node selectors and interfaces.
         let selecting_policies: Vec<usize> = self
-            .policy_ann
-            .iter()
-            .enumerate()
-            .filter(|(_, (sel, _))| sel.as_ref().is_none_or(|s| s.matches(&labels)))
-            .map(|(i, _)| i)
+            .policy_index
+            .candidates(&labels)
+            .into_iter()
+            .filter(|&i| {
+                self.policy_ann[i]
+                    .0
+                    .as_ref()
+                    .is_none_or(|s| s.matches(&labels))
+            })
             .collect();
         let policy_ann = &self.policy_ann;
         let after_ann = self

@@ -152,6 +152,11 @@ impl<'a> Cutover<'a> {
             &mut self.results,
         );
         self.tag_step(mark, "l2-policies", None);
+        if tr.too_large {
+            // The translation stopped at its size bound (see translate::MAX_SELECTOR_POOL_NAMES):
+            // nothing to prove or emit.
+            return self.finish();
+        }
         let mark = self.results.len();
         self.ipv6(&version);
         self.tag_step(mark, "ipv6", None);
@@ -397,12 +402,13 @@ impl<'a> Cutover<'a> {
     /// does from 1.19 (cilium/cilium#39648), so below that the IPv6 addresses would go dark.
     fn ipv6(&mut self, version: &CiliumVersion) {
         let mut sink = Vec::new();
+        let known = policies::pool_names(self.inv);
         let advertised: std::collections::BTreeSet<String> = self
             .inv
             .adverts
             .iter()
             .filter_map(|ad| {
-                policies::advertised_pools(ad, self.inv, &self.items[ad.index], &mut sink)
+                policies::advertised_pools(ad, self.inv, &known, &self.items[ad.index], &mut sink)
             })
             .flatten()
             .collect();

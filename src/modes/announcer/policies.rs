@@ -1,13 +1,13 @@
 //! L2Advertisements → CiliumL2AnnouncementPolicies. Policies select Services, not pools, so the
 //! pools an advertisement covers become a selector on the pool label.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeSet, HashSet};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_yaml::Value;
 
 use super::cilium::{L2Policy, L2PolicySpec, interface_regex};
-use super::inventory::{Advertisement, Inventory, Pool};
+use super::inventory::{Advertisement, Inventory};
 use super::selector::{self, key_in, key_not_in};
 use super::translate::{Generated, Translated, meta};
 use crate::krm::KrmResult;
@@ -20,6 +20,9 @@ pub fn policies(
     out: &mut Translated,
     results: &mut Vec<KrmResult>,
 ) {
+    if out.too_large {
+        return;
+    }
     let all: BTreeSet<&str> = inv.pools.iter().map(|p| p.name.as_str()).collect();
     let autos: BTreeSet<&str> = inv
         .pools
@@ -27,9 +30,10 @@ pub fn policies(
         .filter(|p| p.auto_assign())
         .map(|p| p.name.as_str())
         .collect();
+    let known = pool_names(inv);
     for ad in &inv.adverts {
         let item = &items[ad.index];
-        let Some(advertised) = advertised_pools(ad, inv, item, results) else {
+        let Some(advertised) = advertised_pools(ad, inv, &known, item, results) else {
             continue;
         };
         if advertised.is_empty() {
@@ -75,6 +79,24 @@ pub fn policies(
             match_labels: None,
             match_expressions: pool_sel.map(|r| vec![r]),
         };
+        // Every policy of the advertisement repeats the pool names of its selector.
+        let listed = base
+            .match_expressions
+            .iter()
+            .flatten()
+            .map(|r| r.values.as_ref().map_or(0, Vec::len))
+            .sum::<usize>();
+        let copies = ad.spec.service_selectors.len().max(1) * ad.spec.node_selectors.len().max(1);
+        let what = |total| format!("the L2Advertisements' policies would list {total} pool names");
+        if !out.count_selector_names(
+            listed.saturating_mul(copies),
+            item,
+            "spec.ipAddressPools",
+            what,
+            results,
+        ) {
+            return;
+        }
         let service_sels: Vec<LabelSelector> = if ad.spec.service_selectors.is_empty() {
             vec![base]
         } else {
@@ -157,20 +179,27 @@ pub fn policies(
     }
 }
 
-/// Names of the pools an advertisement covers (`None` after an error).
+/// Names of the pools among the items, for [`advertised_pools`] (built once per run, not once
+/// per advertisement: thousands of advertisements times thousands of pools).
+pub fn pool_names(inv: &Inventory) -> HashSet<&str> {
+    inv.pools.iter().map(|p| p.name.as_str()).collect()
+}
+
+/// Names of the pools an advertisement covers (`None` after an error); `known` is
+/// [`pool_names`].
 pub fn advertised_pools(
     ad: &Advertisement,
     inv: &Inventory,
+    known: &HashSet<&str>,
     item: &Value,
     results: &mut Vec<KrmResult>,
 ) -> Option<BTreeSet<String>> {
     if ad.spec.ip_address_pools.is_empty() && ad.spec.ip_address_pool_selectors.is_empty() {
         return Some(inv.pools.iter().map(|p| p.name.clone()).collect());
     }
-    let known: BTreeMap<&str, &Pool> = inv.pools.iter().map(|p| (p.name.as_str(), p)).collect();
     let mut out = BTreeSet::new();
     for (i, name) in ad.spec.ip_address_pools.iter().enumerate() {
-        if known.contains_key(name.as_str()) {
+        if known.contains(name.as_str()) {
             out.insert(name.clone());
         } else {
             results.push(

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use serde_yaml::Value;
@@ -121,6 +121,67 @@ impl<'a> Matcher<'a> {
                     _ => false,
                 }
             })
+    }
+}
+
+impl<'a> Matcher<'a> {
+    /// The labels one of which every object the selector selects carries: a `matchLabels`
+    /// pair, else the values of an `In` requirement. `None` when the selector requires none.
+    fn required(&self) -> Option<Vec<(&'a str, &'a str)>> {
+        if let Some(&pair) = self.labels.first() {
+            return Some(vec![pair]);
+        }
+        self.requirements
+            .iter()
+            .find(|(_, op, _)| *op == "In")
+            .map(|(key, _, values)| values.iter().map(|v| (*key, *v)).collect())
+    }
+}
+
+/// Many selectors indexed by a label each requires ([`Matcher::required`]), so that finding the
+/// ones that select an object costs what the few candidates cost, not a match against every
+/// selector: thousands of opt-in pools (`<poolLabel> In [<pool>]`) or namespace-restricted
+/// pools against thousands of Services stay linear.
+#[derive(Debug, Default)]
+pub struct MatcherIndex<'a> {
+    /// Selectors that require no particular label (absent selectors included): always tried.
+    always: Vec<usize>,
+    /// `(key, value)` → selectors requiring that label.
+    by_label: HashMap<(&'a str, &'a str), Vec<usize>>,
+}
+
+impl<'a> MatcherIndex<'a> {
+    /// Indexes the selectors, by position (`None` = no selector, which selects everything).
+    pub fn new<'m>(matchers: impl IntoIterator<Item = Option<&'m Matcher<'a>>>) -> Self
+    where
+        'a: 'm,
+    {
+        let mut index = MatcherIndex::default();
+        for (i, m) in matchers.into_iter().enumerate() {
+            match m.and_then(Matcher::required) {
+                Some(pairs) => {
+                    for pair in pairs {
+                        index.by_label.entry(pair).or_default().push(i);
+                    }
+                }
+                None => index.always.push(i),
+            }
+        }
+        index
+    }
+
+    /// Positions, ascending, of the selectors that may select an object with `labels`; each
+    /// still has to be checked with [`Matcher::matches`].
+    pub fn candidates(&self, labels: &Labels) -> Vec<usize> {
+        let mut out = self.always.clone();
+        for (k, v) in labels {
+            if let Some(found) = self.by_label.get(&(k.as_str(), v.as_str())) {
+                out.extend_from_slice(found);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 }
 
@@ -296,5 +357,45 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The index never leaves out a selector that matches: every matching selector is among
+    /// the candidates, for every operator, with and without `matchLabels`, and absent selectors.
+    #[test]
+    fn index_candidates_include_every_match() {
+        let mut sels = vec![None];
+        for op in ["In", "NotIn", "Exists", "DoesNotExist", "Gt"] {
+            for with_labels in [false, true] {
+                sels.push(Some(LabelSelector {
+                    match_labels: with_labels
+                        .then(|| [("app".to_string(), "web".to_string())].into()),
+                    match_expressions: Some(vec![
+                        requirement("k", op, vec!["a".into(), "b".into()]),
+                        requirement("ns", "In", vec!["x".into()]),
+                    ]),
+                }));
+            }
+        }
+        let matchers: Vec<Option<Matcher>> =
+            sels.iter().map(|s| s.as_ref().map(Matcher::new)).collect();
+        let index = MatcherIndex::new(matchers.iter().map(Option::as_ref));
+        let label_sets = [
+            labels(&[]),
+            labels(&[("k", "a"), ("ns", "x")]),
+            labels(&[("k", "z"), ("app", "web"), ("ns", "x")]),
+            labels(&[("app", "web"), ("ns", "y")]),
+            labels(&[("app", "db"), ("k", "b"), ("ns", "x")]),
+        ];
+        for l in &label_sets {
+            let candidates = index.candidates(l);
+            for (i, sel) in sels.iter().enumerate() {
+                if sel.as_ref().is_none_or(|s| matches(s, l)) {
+                    assert!(candidates.contains(&i), "selector {i} matches {l:?}");
+                }
+            }
+        }
+        // The absent selector is always a candidate; one requiring app=web is not for app=db.
+        assert!(index.candidates(&labels(&[])).contains(&0));
+        assert!(!index.candidates(&labels(&[("app", "db")])).contains(&2));
     }
 }

@@ -19,6 +19,14 @@ pub const SOURCE_ANNOTATION: &str = "cutover.dev/source";
 /// Longest label value Kubernetes accepts (pool names become values of the pool label).
 const MAX_LABEL_VALUE: usize = 63;
 
+/// Most pool names the generated selectors may list in all. Exact selectors grow with the square
+/// of the pool count: Cilium has no pool priority and no pool request besides a label selector,
+/// so each auto-assign pool must list every other pool in `NotIn` (and a policy covering the
+/// auto-assign pools every pool it does not cover). 3 000 auto-assign pools would list 9 million
+/// names (190 MB of YAML, 2 GiB of memory); past this bound the run stops with an error instead,
+/// so memory stays proportional to the input. 65 536 = 256 auto-assign pools among 257.
+pub const MAX_SELECTOR_POOL_NAMES: usize = 65_536;
+
 /// A generated Cilium object with the input item it derives from.
 #[derive(Debug, Clone)]
 pub struct Generated<T> {
@@ -37,6 +45,43 @@ pub struct Translated {
     pub policies: Vec<Generated<L2Policy>>,
     /// The raw (post-`avoidBuggyIPs`) intervals of every pool, for overlap checks.
     pub intervals: Vec<(Interval, usize)>,
+    /// Pool names listed by the selectors so far (bounded by [`MAX_SELECTOR_POOL_NAMES`]).
+    pub selector_pool_names: usize,
+    /// The selectors would exceed [`MAX_SELECTOR_POOL_NAMES`]: an error was reported and the
+    /// translation stopped.
+    pub too_large: bool,
+}
+
+impl Translated {
+    /// Counts `names` more pool names in the selectors; past [`MAX_SELECTOR_POOL_NAMES`] reports
+    /// the error `what` about `item` (field `field`), marks the translation too large and
+    /// returns false.
+    pub fn count_selector_names(
+        &mut self,
+        names: usize,
+        item: &Value,
+        field: &str,
+        what: impl FnOnce(usize) -> String,
+        results: &mut Vec<KrmResult>,
+    ) -> bool {
+        self.selector_pool_names = self.selector_pool_names.saturating_add(names);
+        if self.selector_pool_names <= MAX_SELECTOR_POOL_NAMES {
+            return true;
+        }
+        self.too_large = true;
+        results.push(
+            KrmResult::error(format!(
+                "{}: more than {MAX_SELECTOR_POOL_NAMES} pool names in the Cilium selectors, which grow \
+                 with the square of the pool count (Cilium has no pool priority and no pool request \
+                 besides a label selector); set autoAssign: false on pools that Services only get by \
+                 name, or merge pools",
+                what(self.selector_pool_names)
+            ))
+            .about(item)
+            .field(field),
+        );
+        false
+    }
 }
 
 pub(super) fn meta(
@@ -66,6 +111,26 @@ pub fn pools(
     results: &mut Vec<KrmResult>,
 ) {
     let auto_count = inv.pools.iter().filter(|p| p.auto_assign()).count();
+    // Each auto-assign pool lists every other pool: count them before building anything.
+    if let Some(first_auto) = inv.pools.iter().find(|p| p.auto_assign()) {
+        let names = auto_count.saturating_mul(inv.pools.len() - 1);
+        let what = |_| {
+            format!(
+                "{auto_count} auto-assign pools among {} pools would each exclude every other pool \
+                 ({names} names)",
+                inv.pools.len()
+            )
+        };
+        if !out.count_selector_names(
+            names,
+            &items[first_auto.index],
+            "spec.autoAssign",
+            what,
+            results,
+        ) {
+            return;
+        }
+    }
     let all_names: Vec<&str> = inv.pools.iter().map(|p| p.name.as_str()).collect();
     for pool in &inv.pools {
         let item = &items[pool.index];
@@ -365,5 +430,102 @@ fn overlaps(inv: &Inventory, items: &[Value], out: &mut Translated, results: &mu
                 .field("spec.addresses"),
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::modes::announcer::{inputs, policies};
+
+    const LABEL: &str = "cutover.dev/address-pool";
+
+    /// `pools` IPAddressPools (the first `opt_in` with `autoAssign: false`) and `adverts`
+    /// L2Advertisements covering pool 0 only.
+    fn items(pools: usize, opt_in: usize, adverts: usize) -> Vec<Value> {
+        let mut text = String::new();
+        for p in 0..pools {
+            let auto = if p < opt_in {
+                ", autoAssign: false"
+            } else {
+                ""
+            };
+            text.push_str(&format!(
+                "- {{apiVersion: metallb.io/v1beta1, kind: IPAddressPool, metadata: {{name: p{p}, namespace: m}}, \
+                 spec: {{addresses: [10.{}.{}.0/24]{auto}}}}}\n",
+                p / 256,
+                p % 256
+            ));
+        }
+        for a in 0..adverts {
+            text.push_str(&format!(
+                "- {{apiVersion: metallb.io/v1beta1, kind: L2Advertisement, metadata: {{name: a{a}, namespace: m}}, \
+                 spec: {{ipAddressPools: [p{}]}}}}\n",
+                pools - 1
+            ));
+        }
+        serde_yaml::from_str(&text).unwrap()
+    }
+
+    fn translate(items: &[Value]) -> (Translated, Vec<KrmResult>) {
+        let (inv, errors) = inputs::read(items);
+        assert!(errors.is_empty(), "{errors:?}");
+        let version = CiliumVersion::parse("1.18.4").unwrap();
+        let mut tr = Translated::default();
+        let mut results = Vec::new();
+        pools(&inv, items, &version, LABEL, &mut tr, &mut results);
+        policies::policies(&inv, items, LABEL, &mut tr, &mut results);
+        (tr, results)
+    }
+
+    /// 256 auto-assign pools among 257 list exactly the bound: translated, each auto-assign
+    /// pool excluding the 256 others.
+    #[test]
+    fn selectors_up_to_the_bound_are_exact() {
+        let (tr, results) = translate(&items(257, 1, 0));
+        assert!(!results.iter().any(KrmResult::is_error), "{results:?}");
+        assert!(!tr.too_large);
+        assert_eq!(tr.pools.len(), 257);
+        assert_eq!(tr.selector_pool_names, MAX_SELECTOR_POOL_NAMES);
+        let sel = tr.pools[1].object.spec.service_selector.as_ref().unwrap();
+        let exprs = sel.match_expressions.as_ref().unwrap();
+        assert_eq!(exprs[0].operator, "NotIn");
+        assert_eq!(exprs[0].values.as_ref().unwrap().len(), 256);
+    }
+
+    /// One auto-assign pool more: an error about the first auto-assign pool, nothing translated.
+    #[test]
+    fn auto_assign_pools_past_the_bound_are_an_error() {
+        let (tr, results) = translate(&items(257, 0, 0));
+        assert!(tr.too_large);
+        assert!(tr.pools.is_empty() && tr.policies.is_empty());
+        let errors: Vec<&KrmResult> = results.iter().filter(|r| r.is_error()).collect();
+        assert_eq!(errors.len(), 1, "{results:?}");
+        assert!(
+            errors[0]
+                .message
+                .contains("257 auto-assign pools among 257")
+        );
+        assert_eq!(errors[0].resource_ref.as_ref().unwrap().name, "p0");
+        assert_eq!(errors[0].field.as_ref().unwrap().path, "spec.autoAssign");
+    }
+
+    /// Policies count too: 300 advertisements covering the one auto-assign pool each exclude
+    /// the 300 opt-in pools (90 000 names).
+    #[test]
+    fn policies_past_the_bound_are_an_error() {
+        let (tr, results) = translate(&items(301, 300, 300));
+        assert!(tr.too_large);
+        let errors: Vec<&KrmResult> = results.iter().filter(|r| r.is_error()).collect();
+        assert_eq!(errors.len(), 1, "{results:?}");
+        assert!(
+            errors[0].message.contains("policies would list"),
+            "{}",
+            errors[0].message
+        );
+        assert_eq!(
+            errors[0].field.as_ref().unwrap().path,
+            "spec.ipAddressPools"
+        );
     }
 }

@@ -1,0 +1,201 @@
+//! Memory of the announcer stays proportional to its input, whatever the shape of the MetalLB
+//! configuration: thousands of opt-in pools, advertisements and Services; auto-assign pools up to
+//! the bound on selector sizes, and an error (not gigabytes) past it. Measured with a counting
+//! global allocator (peak bytes held at once), not with timings: the checks are exact and do not
+//! depend on the machine's load.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::fmt::Write;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The system allocator, counting the bytes held and their peak.
+struct Counting;
+
+static HELD: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            let held = HELD.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(held, Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(p, layout) };
+        HELD.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let q = unsafe { System.realloc(p, layout, new_size) };
+        if !q.is_null() {
+            if new_size >= layout.size() {
+                let grow = new_size - layout.size();
+                let held = HELD.fetch_add(grow, Ordering::Relaxed) + grow;
+                PEAK.fetch_max(held, Ordering::Relaxed);
+            } else {
+                HELD.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+            }
+        }
+        q
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// One measurement at a time: the counters are global to the test binary.
+static MEASURING: Mutex<()> = Mutex::new(());
+
+/// Runs the function on `input`; returns its output and the peak bytes it held beyond what was
+/// held before (the input itself is already held and not counted).
+fn measure(input: &str) -> (cutover::Output, usize) {
+    let _one = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let base = HELD.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let out = cutover::process(input.as_bytes());
+    let peak = PEAK.load(Ordering::Relaxed) - base;
+    (out, peak)
+}
+
+/// What the MetalLB configuration looks like.
+#[derive(Clone, Copy)]
+enum Shape {
+    /// `n` auto-assign pools, one L2Advertisement for all, `n` Services with pinned IPs.
+    Auto,
+    /// `n` auto-assign pools among `n + 1` (one opt-in pool), otherwise as `Auto`.
+    AutoButOne,
+    /// `n` opt-in pools, one L2Advertisement each, `n` Services asking for their pool.
+    OptIn,
+}
+
+/// A ResourceList as kpt hands it over (path and index annotations), phase `cutover`.
+fn platform(shape: Shape, n: usize) -> String {
+    let mut out = String::from("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n");
+    let ann = |out: &mut String, path: &str, i: usize| {
+        let _ = write!(
+            out,
+            "    annotations:\n      config.kubernetes.io/index: '{i}'\n      config.kubernetes.io/path: '{path}'\n"
+        );
+    };
+    let pools = match shape {
+        Shape::AutoButOne => n + 1,
+        Shape::Auto | Shape::OptIn => n,
+    };
+    for p in 0..pools {
+        let _ = write!(
+            out,
+            "- apiVersion: metallb.io/v1beta1\n  kind: IPAddressPool\n  metadata:\n    name: pool-{p:05}\n    namespace: metallb-system\n"
+        );
+        ann(&mut out, "pools.yaml", p);
+        let _ = writeln!(
+            out,
+            "  spec:\n    addresses:\n    - 10.{}.{}.0/24",
+            p / 256,
+            p % 256
+        );
+        if matches!(shape, Shape::OptIn) || (matches!(shape, Shape::AutoButOne) && p == n) {
+            out.push_str("    autoAssign: false\n");
+        }
+    }
+    let adverts = if matches!(shape, Shape::OptIn) { n } else { 1 };
+    for a in 0..adverts {
+        let _ = write!(
+            out,
+            "- apiVersion: metallb.io/v1beta1\n  kind: L2Advertisement\n  metadata:\n    name: l2-{a:05}\n    namespace: metallb-system\n"
+        );
+        ann(&mut out, "l2.yaml", a);
+        if matches!(shape, Shape::OptIn) {
+            let _ = writeln!(out, "  spec:\n    ipAddressPools:\n    - pool-{a:05}");
+        } else {
+            out.push_str("  spec:\n    interfaces:\n    - eth0\n");
+        }
+    }
+    for s in 0..n {
+        let p = s % n;
+        let _ = write!(
+            out,
+            "- apiVersion: v1\n  kind: Service\n  metadata:\n    name: svc-{s:05}\n    namespace: apps\n    annotations:\n      metallb.io/loadBalancerIPs: 10.{}.{}.7\n",
+            p / 256,
+            p % 256
+        );
+        if matches!(shape, Shape::OptIn) {
+            let _ = writeln!(out, "      metallb.io/address-pool: pool-{p:05}");
+        }
+        let _ = write!(
+            out,
+            "      config.kubernetes.io/index: '{s}'\n      config.kubernetes.io/path: 'services.yaml'\n  spec:\n    type: LoadBalancer\n    ports:\n    - port: 80\n      protocol: TCP\n"
+        );
+    }
+    out.push_str(
+        "functionConfig:\n  apiVersion: fn.cutover.dev/v1alpha1\n  kind: LoadBalancerAnnouncer\n  metadata:\n    name: cutover\n  spec:\n    announcer: cilium\n    phase: cutover\n    ciliumVersion: 1.18.4\n",
+    );
+    out
+}
+
+const MIB: usize = 1 << 20;
+
+/// The bound every run here must keep: peak bytes ≤ K × input + C. K covers what the run holds
+/// per input byte (the MetalLB items as trees, the generated Cilium objects and their emitted
+/// text, the coverage proof's per-Service facts); C the fixed part, including selectors up to the
+/// bound on their size (65 536 pool names).
+const K: usize = 48;
+const C: usize = 32 * MIB;
+
+fn check(shape: Shape, n: usize, exit_code: i32) -> usize {
+    let input = platform(shape, n);
+    let (out, peak) = measure(&input);
+    assert_eq!(out.exit_code, exit_code, "{}", out.stderr);
+    eprintln!(
+        "n={n}: input {} bytes, peak {peak} bytes ({:.1} x input)",
+        input.len(),
+        peak as f64 / input.len() as f64
+    );
+    assert!(
+        peak <= K * input.len() + C,
+        "peak {peak} bytes for {} bytes of input (bound {K} x input + {C})",
+        input.len()
+    );
+    peak
+}
+
+/// 3 000 auto-assign pools took 2.1 GiB (each pool's selector listed the 2 999 others): now an
+/// error naming the bound, with the items echoed, in bounded memory.
+#[test]
+fn thousands_of_auto_assign_pools_are_an_error_in_bounded_memory() {
+    let input = platform(Shape::Auto, 3_000);
+    let (out, peak) = measure(&input);
+    assert_eq!(out.exit_code, 1);
+    assert!(
+        out.stderr
+            .contains("3000 auto-assign pools among 3000 pools")
+            && out.stderr.contains("more than 65536 pool names"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        peak <= 8 * input.len() + C,
+        "peak {peak} bytes for {} bytes of input",
+        input.len()
+    );
+}
+
+/// Up to the bound the selectors are exact, and memory is within K × input + C.
+#[test]
+fn auto_assign_pools_at_the_bound_translate_in_bounded_memory() {
+    check(Shape::AutoButOne, 256, 0);
+}
+
+/// Opt-in pools, one advertisement each, Services asking for them: memory grows linearly (three
+/// times the input, at most about three times the peak; a quadratic step would give nine).
+#[test]
+fn opt_in_pools_and_advertisements_scale_linearly() {
+    let small = check(Shape::OptIn, 500, 0);
+    let large = check(Shape::OptIn, 1_500, 0);
+    assert!(
+        large <= 4 * small,
+        "peak {small} bytes at 500 pools but {large} at 1 500: not proportional"
+    );
+}

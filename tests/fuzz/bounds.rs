@@ -1,0 +1,168 @@
+//! Bounds for in-process fuzzing: a counting global allocator (bytes held and their peak, a
+//! hard cap so a runaway case cannot take the machine) and a watchdog that aborts a case that
+//! hangs. The test binary installs [`Counting`] with `#[global_allocator]`.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// One measured run at a time: the counters are global to the test binary, and its tests run
+/// on parallel threads.
+pub static MEASURING: Mutex<()> = Mutex::new(());
+
+/// No allocation past this many bytes held: the process aborts (see [`Counting`]).
+pub const MEMORY_CAP: usize = 3 << 29;
+
+// ---------------------------------------------------------------------------------------------
+// Memory: a counting allocator.
+
+/// The system allocator, counting bytes held and their peak, refusing past [`MEMORY_CAP`].
+pub struct Counting;
+
+pub static HELD: AtomicUsize = AtomicUsize::new(0);
+pub static PEAK: AtomicUsize = AtomicUsize::new(0);
+/// The case running (for the message when the cap is hit).
+pub static CASE: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+impl Counting {
+    fn grow(size: usize) -> bool {
+        let held = HELD.fetch_add(size, Ordering::Relaxed) + size;
+        if held > MEMORY_CAP {
+            HELD.fetch_sub(size, Ordering::Relaxed);
+            cap_hit();
+            return false;
+        }
+        PEAK.fetch_max(held, Ordering::Relaxed);
+        true
+    }
+}
+
+/// Says which case hit the cap, without allocating (the allocator is refusing).
+fn cap_hit() {
+    let mut buf = [0u8; 96];
+    let msg = b"fuzz_mutation: memory cap hit by case ";
+    buf[..msg.len()].copy_from_slice(msg);
+    let mut n = CASE.load(Ordering::Relaxed);
+    let mut digits = [0u8; 20];
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for i in 0..len {
+        buf[msg.len() + i] = digits[len - 1 - i];
+    }
+    buf[msg.len() + len] = b'\n';
+    let _ = std::io::stderr().write_all(&buf[..msg.len() + len + 1]);
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if !Counting::grow(layout.size()) {
+            return std::ptr::null_mut();
+        }
+        let p = unsafe { System.alloc(layout) };
+        if p.is_null() {
+            HELD.fetch_sub(layout.size(), Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(p, layout) };
+        HELD.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if new_size > layout.size() && !Counting::grow(new_size - layout.size()) {
+            return std::ptr::null_mut();
+        }
+        let q = unsafe { System.realloc(p, layout, new_size) };
+        if q.is_null() {
+            if new_size > layout.size() {
+                HELD.fetch_sub(new_size - layout.size(), Ordering::Relaxed);
+            }
+        } else if new_size < layout.size() {
+            HELD.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+        }
+        q
+    }
+}
+
+/// Waits (briefly) until memory freed in the background by the previous run is gone, so the
+/// next run's peak is its own.
+/// (The function frees its garbage on a helper thread after it returns.)
+pub fn quiesce() {
+    let mut last = HELD.load(Ordering::Relaxed);
+    let mut stable = 0;
+    for _ in 0..200 {
+        std::thread::sleep(Duration::from_micros(100));
+        let now = HELD.load(Ordering::Relaxed);
+        stable = if now == last { stable + 1 } else { 0 };
+        if stable == 2 {
+            return;
+        }
+        last = now;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Time: a watchdog for hangs.
+
+pub static STARTED_MS: AtomicU64 = AtomicU64::new(0);
+pub static RUNNING: AtomicBool = AtomicBool::new(false);
+pub static CURRENT_INPUT: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+pub fn now_ms() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_millis() as u64
+}
+
+/// Aborts the process (after saving the input) when one case runs past `FUZZ_HANG_SECS`
+/// (default 10 × the time limit).
+pub fn start_watchdog(limit: Duration) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let hang = std::env::var("FUZZ_HANG_SECS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .map_or(limit * 10, Duration::from_secs);
+        std::thread::spawn(move || {
+            loop {
+                std::thread::sleep(Duration::from_millis(500));
+                if RUNNING.load(Ordering::SeqCst)
+                    && now_ms() - STARTED_MS.load(Ordering::SeqCst) > hang.as_millis() as u64
+                {
+                    let path = super::failure_dir().join("mutation-hang.yaml");
+                    if let Ok(input) = CURRENT_INPUT.try_lock() {
+                        let _ = std::fs::write(&path, &*input);
+                    }
+                    eprintln!(
+                        "fuzz_mutation: case {} runs for more than {hang:?}: input in {}; aborting",
+                        CASE.load(Ordering::SeqCst),
+                        path.display()
+                    );
+                    std::process::abort();
+                }
+            }
+        });
+    });
+}
+
+pub fn time_limit() -> Duration {
+    let default = if cfg!(debug_assertions) {
+        60_000
+    } else {
+        2_000
+    };
+    Duration::from_millis(
+        std::env::var("FUZZ_TIME_LIMIT_MS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(default),
+    )
+}

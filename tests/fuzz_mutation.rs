@@ -1,0 +1,350 @@
+//! Mutation fuzzing: the examples as kpt hands them over and generated platforms, damaged
+//! (`fuzz/mutate.rs`: truncation, bit flips, YAML syntax inserted, invalid UTF-8, duplicated and
+//! moved lines, tab indentation, BOM, CRLF, type swaps, huge strings, numbers past 64 bits, deep
+//! flow and block nesting, alias bombs, missing or wrong `apiVersion`/`kind`/`metadata.name`,
+//! several documents, tiny documents, odd `results` and `functionConfig`), then run in-process
+//! through `cutover::function::process`. Every case must:
+//!
+//! - not panic (a panic hook counts them: `process` turns a panic into an "internal error");
+//! - exit 0 or 1; stdout empty or exactly one ResourceList that parses (never empty with exit 0);
+//! - hold at most `MEMORY_PER_INPUT_BYTE` × input + `MEMORY_FIXED` bytes at once, plus the
+//!   alias expansion the engine allows when the input has aliases (a counting
+//!   global allocator; a hard cap stops a runaway case before it takes the machine);
+//! - finish within `FUZZ_TIME_LIMIT_MS` (default 2 s in release, 60 s in debug; a watchdog
+//!   aborts a case that hangs).
+//!
+//! Default: a fixed seed and a case count that runs in well under a minute in debug. Long runs:
+//! `FUZZ_CASES=1000000 FUZZ_SEED=7 cargo test --release --test fuzz_mutation -- --nocapture`
+//! (`FUZZ_KEEP_GOING=1`, `FUZZ_MUTATIONS=Truncate,AliasBomb`, `FUZZ_NO_SHRINK=1` as for the style
+//! suite). A failure prints the seed, the case, the mutations and a minimised input (also in
+//! `target/fuzz-failures/`); minimised inputs worth keeping are committed to
+//! `tests/fuzz-regressions/`, which `regressions_stay_fixed` replays.
+
+mod common;
+mod fuzz;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use fuzz::bases::{self, Base};
+use fuzz::bounds::{
+    CASE, CURRENT_INPUT, Counting, HELD, MEASURING, PEAK, RUNNING, STARTED_MS, now_ms, quiesce,
+    start_watchdog, time_limit,
+};
+use fuzz::check::{self, Failure, Finding};
+use fuzz::mutate::{self, Mutation};
+use fuzz::style;
+use fuzz::{Rng, cases_from_env, known, seed_from_env};
+
+const DEFAULT_SEED: u64 = 0x5EED_0002;
+const DEFAULT_CASES: usize = 200;
+
+/// Memory bound per case: peak bytes held ≤ this × input bytes + [`MEMORY_FIXED`], plus
+/// [`memory_for_aliases`] when the input has aliases.
+const MEMORY_PER_INPUT_BYTE: usize = 16;
+const MEMORY_FIXED: usize = 64 << 20;
+
+/// What the aliases of `input` may add: the engine expands aliases up to 256 Ki nodes plus one
+/// per 4 input bytes (docs/reliability.md, "Limits"), a node costing about 100 bytes (128 here).
+/// Only for inputs with a `*`: the others keep the tighter bound.
+fn memory_for_aliases(input: &[u8]) -> usize {
+    if input.contains(&b'*') {
+        128 * ((256 << 10) + input.len() / 4)
+    } else {
+        0
+    }
+}
+
+/// Every allocation of this test binary is counted (see `fuzz::bounds`).
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+// ---------------------------------------------------------------------------------------------
+// One case.
+
+/// What one run cost.
+struct Cost {
+    elapsed: Duration,
+    peak: usize,
+}
+
+/// Runs the function on `input` under the contract and the bounds.
+fn run_case(input: &[u8], limit: Duration) -> (Result<(), Finding>, Cost) {
+    let _one = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    quiesce();
+    if input.len() > 4 << 20 {
+        *CURRENT_INPUT.lock().unwrap() = input.to_vec();
+    } else {
+        let mut current = CURRENT_INPUT.lock().unwrap();
+        current.clear();
+        current.extend_from_slice(input);
+    }
+    let base = HELD.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    STARTED_MS.store(now_ms(), Ordering::SeqCst);
+    RUNNING.store(true, Ordering::SeqCst);
+    let start = Instant::now();
+    let run = check::run(input);
+    let elapsed = start.elapsed();
+    RUNNING.store(false, Ordering::SeqCst);
+    let peak = PEAK.load(Ordering::Relaxed).saturating_sub(base);
+    let cost = Cost { elapsed, peak };
+    let verdict = check::contract(&run).map(|_| ()).and_then(|()| {
+        let bound = MEMORY_PER_INPUT_BYTE * input.len() + MEMORY_FIXED + memory_for_aliases(input);
+        if peak > bound {
+            return Err(Finding::new(
+                Failure::Memory,
+                format!(
+                    "{peak} bytes held for {} bytes of input (bound {bound})",
+                    input.len()
+                ),
+            ));
+        }
+        if elapsed > limit {
+            return Err(Finding::new(
+                Failure::Slow,
+                format!(
+                    "{elapsed:?} (limit {limit:?}) for {} bytes of input",
+                    input.len()
+                ),
+            ));
+        }
+        Ok(())
+    });
+    (verdict, cost)
+}
+
+/// Removes lines, then bytes, while the same kind of failure remains.
+fn minimise(input: &[u8], kind: &Failure, limit: Duration) -> Vec<u8> {
+    let mut fails =
+        |candidate: &[u8]| matches!(run_case(candidate, limit).0, Err(f) if &f.failure == kind);
+    fuzz::shrink::bytes(input, &mut fails)
+}
+
+/// `FUZZ_MUTATIONS=A,B` restricts `allowed` to those families.
+fn mutations_from_env(allowed: Vec<Mutation>) -> Vec<Mutation> {
+    let Ok(list) = std::env::var("FUZZ_MUTATIONS") else {
+        return allowed;
+    };
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|name| {
+            *Mutation::ALL
+                .iter()
+                .find(|m| format!("{m:?}") == name)
+                .unwrap_or_else(|| panic!("FUZZ_MUTATIONS: unknown family {name:?}"))
+        })
+        .filter(|m| allowed.contains(m))
+        .collect()
+}
+
+/// A seed document and its plain text.
+struct Seed {
+    base: Base,
+    text: String,
+}
+
+fn seeds(rng: &mut Rng) -> Vec<Seed> {
+    let mut out: Vec<Seed> = bases::examples()
+        .iter()
+        .map(|b| Seed {
+            text: style::plain(&b.doc),
+            base: b.clone(),
+        })
+        .collect();
+    for &setup in bases::SETUPS {
+        let base = bases::generated(setup, rng);
+        // Also written in the styles the engine reads (see the style suite).
+        let styled = style::write(
+            &base.doc,
+            rng.next(),
+            &style::Features::without(known::STYLES),
+            &Default::default(),
+        );
+        out.push(Seed {
+            text: styled.text,
+            base: base.clone(),
+        });
+        out.push(Seed {
+            text: style::plain(&base.doc),
+            base,
+        });
+    }
+    out
+}
+
+fn fuzz_mutations(allowed: Vec<Mutation>) {
+    check::install_panic_counter();
+    let allowed = mutations_from_env(allowed);
+    assert!(!allowed.is_empty(), "no mutation family to run");
+    let seed = seed_from_env(DEFAULT_SEED);
+    let cases = cases_from_env(DEFAULT_CASES);
+    let keep_going = std::env::var_os("FUZZ_KEEP_GOING").is_some();
+    let limit = time_limit();
+    start_watchdog(limit);
+    let start = Instant::now();
+    let first = fuzz::first_case_from_env();
+    // Fresh generated platforms every 500 cases, drawn from the block's number, so any case
+    // replays alone (FUZZ_FIRST_CASE).
+    let pool_for = |case: usize| seeds(&mut Rng::fork(seed ^ 0x5EED_5EED, (case / 500) as u64));
+    let mut pool = pool_for(first);
+    let mut failures: BTreeMap<Failure, usize> = BTreeMap::new();
+    let (mut slowest, mut worst_ratio) = (Duration::ZERO, 0.0f64);
+    let mut slowest_case = String::new();
+    for case in first..cases {
+        if case > first && case % 500 == 0 {
+            pool = pool_for(case);
+        }
+        CASE.store(case, Ordering::SeqCst);
+        let mut rng = Rng::fork(seed, case as u64);
+        let s = &pool[rng.below(pool.len())];
+        let mutated = mutate::mutate(&s.base.doc, &s.text, &allowed, &mut rng);
+        let (verdict, cost) = run_case(&mutated.bytes, limit);
+        if cost.elapsed > slowest {
+            slowest = cost.elapsed;
+            slowest_case = format!(
+                "case {case} ({} bytes): {:?}",
+                mutated.bytes.len(),
+                mutated.applied
+            );
+        }
+        if mutated.bytes.len() >= 64 << 10 {
+            worst_ratio = worst_ratio.max(cost.peak as f64 / mutated.bytes.len() as f64);
+        }
+        if let Err(finding) = verdict {
+            // Only the first failure of each kind is minimised (a long run may find many).
+            let seen = failures.contains_key(&finding.failure);
+            let minimal = if seen || std::env::var_os("FUZZ_NO_SHRINK").is_some() {
+                mutated.bytes.clone()
+            } else {
+                eprintln!(
+                    "fuzz_mutation: case {case} fails ({:?}); minimising {} bytes",
+                    finding.failure,
+                    mutated.bytes.len()
+                );
+                minimise(&mutated.bytes, &finding.failure, limit)
+            };
+            let path = fuzz::failure_dir().join(format!("mutation-{seed:x}-{case}.yaml"));
+            std::fs::write(&path, &minimal).unwrap();
+            let report = format!(
+                "mutation case failed: {:?}\nreplay: FUZZ_SEED={seed:#x} FUZZ_FIRST_CASE={case} FUZZ_CASES={} (seed document {})\nmutations: {:?}\n{}\nminimised input ({} bytes): {}\n{}",
+                finding.failure,
+                case + 1,
+                s.base.name,
+                mutated.applied,
+                fuzz::truncate(&finding.detail, 3_000),
+                minimal.len(),
+                path.display(),
+                fuzz::truncate(&String::from_utf8_lossy(&minimal), 3_000)
+            );
+            if !keep_going {
+                panic!("{report}");
+            }
+            eprintln!("{report}");
+            *failures.entry(finding.failure).or_default() += 1;
+        }
+        if (case + 1) % 10_000 == 0 {
+            eprintln!(
+                "fuzz_mutation: {} cases, {:.0} s, slowest {slowest:?}, peak up to {worst_ratio:.1} x input (64 KiB+), failures {failures:?}",
+                case + 1,
+                start.elapsed().as_secs_f64()
+            );
+        }
+    }
+    eprintln!(
+        "fuzz_mutation: seed {seed:#x}, {cases} cases in {:.1} s, slowest case {slowest:?}, peak memory up to {worst_ratio:.1} x input (inputs of 64 KiB and more), failures {failures:?}\nslowest: {}",
+        start.elapsed().as_secs_f64(),
+        fuzz::truncate(&slowest_case, 500)
+    );
+    assert!(failures.is_empty(), "failures: {failures:?}");
+}
+
+#[test]
+fn mutations_keep_the_contract() {
+    let allowed = Mutation::ALL
+        .iter()
+        .copied()
+        .filter(|m| !known::MUTATIONS.contains(m))
+        .collect();
+    fuzz_mutations(allowed);
+}
+
+/// Every minimised input in `tests/fuzz-regressions/mutation/` keeps the contract (those listed in
+/// [`known::REGRESSIONS`] must still break it, until the fix lands and the list shrinks).
+#[test]
+fn regressions_stay_fixed() {
+    check::install_panic_counter();
+    start_watchdog(Duration::from_secs(30));
+    let dir = common::root().join("tests/fuzz-regressions/mutation");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .map(|rd| {
+            rd.filter_map(|e| {
+                let e = e.ok()?;
+                e.file_type()
+                    .ok()?
+                    .is_file()
+                    .then(|| e.file_name().to_string_lossy().into_owned())
+            })
+            .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    for name in known::REGRESSIONS
+        .iter()
+        .filter_map(|n| n.strip_prefix("mutation/"))
+    {
+        assert!(
+            names.iter().any(|n| n == name),
+            "{name} is not in {}",
+            dir.display()
+        );
+    }
+    let mut unexpected = Vec::new();
+    for name in &names {
+        let input = std::fs::read(dir.join(name)).unwrap();
+        // No time limit here: speed is for benchmarks; a hang still trips the watchdog.
+        let (verdict, _) = run_case(&input, Duration::MAX);
+        unexpected.extend(known::unexpected(&format!("mutation/{name}"), verdict));
+    }
+    assert!(unexpected.is_empty(), "{}", unexpected.join("\n"));
+}
+
+/// Found by a long run (`HugeString` on `functionConfig.apiVersion`): a 4 MiB value an error
+/// names was repeated in the message, `resourceRef`, `field.currentValue` and on stderr, beside
+/// the echoed `functionConfig` — 31 × the input in output and memory. Results now show such values
+/// shortened (`krm::result::bound`); the echoed `functionConfig` keeps every byte.
+#[test]
+fn a_huge_value_an_error_names_is_shown_once() {
+    check::install_panic_counter();
+    let huge = "x".repeat(4 << 20);
+    let input = format!(
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: a\n  data:\n    k: v\nfunctionConfig:\n  apiVersion: {huge}\n  kind: LoadBalancerAnnouncer\n  metadata:\n    name: cutover\n  spec:\n    announcer: cilium\n    phase: prepare\n"
+    );
+    let run = check::run(input.as_bytes());
+    let list = check::contract(&run)
+        .unwrap_or_else(|f| panic!("{:?}: {}", f.failure, fuzz::truncate(&f.detail, 500)))
+        .expect("a ResourceList with the error");
+    assert_eq!(run.out.exit_code, 1);
+    assert_eq!(list["functionConfig"]["apiVersion"].as_str(), Some(&*huge));
+    let result = &list["results"][0];
+    let shown = format!("… ({} bytes)", huge.len());
+    for v in [
+        &result["resourceRef"]["apiVersion"],
+        &result["field"]["currentValue"],
+    ] {
+        assert!(v.as_str().is_some_and(|s| s.ends_with(&shown)), "{v:?}");
+    }
+    assert!(
+        run.out.stdout.len() < input.len() + (16 << 10),
+        "{} bytes of output for {} of input",
+        run.out.stdout.len(),
+        input.len()
+    );
+    assert!(
+        run.out.stderr.len() < 8 << 10,
+        "{}",
+        fuzz::truncate(&run.out.stderr, 500)
+    );
+}
