@@ -21,7 +21,7 @@ calls=${CALLS:-lb-10k}
 presets=("$@")
 [ ${#presets[@]} -eq 0 ] && presets=(sylva lb-1k)
 
-cargo build --release -p cutover --bin cutover --bin cutover-gen >&2
+cargo build --release -p cutover --features bench-tools --bin cutover --bin cutover-gen >&2
 cargo build --release --target wasm32-wasip1 -p cutover --bin cutover >&2
 cargo build --target wasm32-unknown-unknown --profile kpt-wasm -p cutover-kpt-wasm >&2
 cargo build --release -p cutover-wasm >&2 # wasmtime: many minutes the first time
