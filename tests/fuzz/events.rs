@@ -1,8 +1,8 @@
 //! What serde_yaml's `Value` cannot tell, read from libyaml's events (positions, kinds, styles).
 //!
 //! - Quoted `"<<"` keys. go-yaml (kubectl, kpt, kustomize) takes a `<<` key for a merge only when
-//!   it is plain or tagged `!!merge` (go-yaml/yaml@v3.0.1 `decode.go` `isMerge`, `yaml.go`: a
-//!   quoted scalar resolves to `!!str`); a quoted `"<<"` is an ordinary key. serde_yaml's
+//!   it is plain (implicit) or tagged `!!merge` (go-yaml/yaml v2.4.0 and v3 `decode.go`
+//!   `isMerge`); a quoted `"<<"` is an ordinary key. serde_yaml's
 //!   `apply_merge` merges every key `<<`, so before the oracle applies merges it renames each
 //!   quoted one (by position, so nothing inside a scalar is touched).
 //! - Documents serde_yaml refuses with "repetition limit exceeded": its alias budget is 100 jumps
