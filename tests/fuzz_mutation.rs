@@ -10,7 +10,7 @@
 //! - hold at most `MEMORY_PER_INPUT_BYTE` × input + `MEMORY_FIXED` bytes at once, plus the
 //!   alias expansion the engine allows when the input has aliases (a counting
 //!   global allocator; a hard cap stops a runaway case before it takes the machine);
-//! - finish within `FUZZ_TIME_LIMIT_MS` (default 2 s in release, 60 s in debug; a watchdog
+//! - finish within `FUZZ_TIME_LIMIT_MS` of CPU time (default 2 s in release, 60 s in debug; a watchdog
 //!   aborts a case that hangs).
 //!
 //! Default: a fixed seed and a case count that runs in well under a minute in debug. Long runs:
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use fuzz::bases::{self, Base};
 use fuzz::bounds::{
     CASE, CURRENT_INPUT, Counting, HELD, MEASURING, PEAK, RUNNING, STARTED_MS, now_ms, quiesce,
-    start_watchdog, time_limit,
+    start_watchdog, thread_cpu_time, time_limit,
 };
 use fuzz::check::{self, Failure, Finding};
 use fuzz::mutate::{self, Mutation};
@@ -65,7 +65,8 @@ static ALLOCATOR: Counting = Counting;
 
 /// What one run cost.
 struct Cost {
-    elapsed: Duration,
+    /// Time on a CPU (wall time where the platform does not say).
+    cpu: Duration,
     peak: usize,
 }
 
@@ -85,11 +86,16 @@ fn run_case(input: &[u8], limit: Duration) -> (Result<(), Finding>, Cost) {
     STARTED_MS.store(now_ms(), Ordering::SeqCst);
     RUNNING.store(true, Ordering::SeqCst);
     let start = Instant::now();
+    let cpu_start = thread_cpu_time();
     let run = check::run(input);
     let elapsed = start.elapsed();
+    let cpu = match (cpu_start, thread_cpu_time()) {
+        (Some(a), Some(b)) => b.saturating_sub(a),
+        _ => elapsed,
+    };
     RUNNING.store(false, Ordering::SeqCst);
     let peak = PEAK.load(Ordering::Relaxed).saturating_sub(base);
-    let cost = Cost { elapsed, peak };
+    let cost = Cost { cpu, peak };
     let verdict = check::contract(&run).map(|_| ()).and_then(|()| {
         let bound = MEMORY_PER_INPUT_BYTE * input.len() + MEMORY_FIXED + memory_for_aliases(input);
         if peak > bound {
@@ -101,11 +107,11 @@ fn run_case(input: &[u8], limit: Duration) -> (Result<(), Finding>, Cost) {
                 ),
             ));
         }
-        if elapsed > limit {
+        if cpu > limit {
             return Err(Finding::new(
                 Failure::Slow,
                 format!(
-                    "{elapsed:?} (limit {limit:?}) for {} bytes of input",
+                    "{cpu:?} of CPU, {elapsed:?} of wall time (limit {limit:?} of CPU) for {} bytes of input",
                     input.len()
                 ),
             ));
@@ -202,8 +208,8 @@ fn fuzz_mutations(allowed: Vec<Mutation>) {
         let s = &pool[rng.below(pool.len())];
         let mutated = mutate::mutate(&s.base.doc, &s.text, &allowed, &mut rng);
         let (verdict, cost) = run_case(&mutated.bytes, limit);
-        if cost.elapsed > slowest {
-            slowest = cost.elapsed;
+        if cost.cpu > slowest {
+            slowest = cost.cpu;
             slowest_case = format!(
                 "case {case} ({} bytes): {:?}",
                 mutated.bytes.len(),
@@ -247,14 +253,14 @@ fn fuzz_mutations(allowed: Vec<Mutation>) {
         }
         if (case + 1) % 10_000 == 0 {
             eprintln!(
-                "fuzz_mutation: {} cases, {:.0} s, slowest {slowest:?}, peak up to {worst_ratio:.1} x input (64 KiB+), failures {failures:?}",
+                "fuzz_mutation: {} cases, {:.0} s, slowest {slowest:?} of CPU, peak up to {worst_ratio:.1} x input (64 KiB+), failures {failures:?}",
                 case + 1,
                 start.elapsed().as_secs_f64()
             );
         }
     }
     eprintln!(
-        "fuzz_mutation: seed {seed:#x}, {cases} cases in {:.1} s, slowest case {slowest:?}, peak memory up to {worst_ratio:.1} x input (inputs of 64 KiB and more), failures {failures:?}\nslowest: {}",
+        "fuzz_mutation: seed {seed:#x}, {cases} cases in {:.1} s, slowest case {slowest:?} of CPU, peak memory up to {worst_ratio:.1} x input (inputs of 64 KiB and more), failures {failures:?}\nslowest: {}",
         start.elapsed().as_secs_f64(),
         fuzz::truncate(&slowest_case, 500)
     );

@@ -34,7 +34,7 @@ use fuzz::{Rng, cases_from_env, known, seed_from_env};
 use serde_yaml::Value;
 
 const DEFAULT_SEED: u64 = 0x5EED_0001;
-const DEFAULT_CASES: usize = 120;
+const DEFAULT_CASES: usize = 96;
 
 /// Restyled variants per base document (the reference run is shared).
 const VARIANTS: usize = 3;

@@ -153,6 +153,15 @@ pub fn start_watchdog(limit: Duration) {
     });
 }
 
+/// CPU time the calling thread has had so far (Linux: `/proc/thread-self/schedstat`, whose first
+/// field is nanoseconds on a CPU); `None` elsewhere. The time bound is on this, not on wall time,
+/// so a loaded machine (long runs share it with builds) does not make a case slow.
+pub fn thread_cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let nanos = stat.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(nanos))
+}
+
 pub fn time_limit() -> Duration {
     let default = if cfg!(debug_assertions) {
         60_000

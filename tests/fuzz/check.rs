@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use serde::Deserialize;
 use serde_yaml::Value;
 
 /// What went wrong with one run.
@@ -82,15 +83,23 @@ pub fn run(input: &[u8]) -> Run {
 /// The one document of `stdout`, if it is exactly one YAML document that is a ResourceList
 /// (`kind: ResourceList`, `items` a sequence) whose merge keys apply. Quoted `"<<"` keys are
 /// ordinary keys, as go-yaml reads them: they come back renamed
-/// ([`super::literal_keys::LITERAL_MERGE_KEY`]).
+/// ([`super::events::LITERAL_MERGE_KEY`]). A document past serde_yaml's own alias budget is
+/// checked on its events and comes back as `Null` (checked, not comparable).
 pub fn resource_list(stdout: &[u8]) -> Result<Value, String> {
     let text = std::str::from_utf8(stdout).map_err(|e| format!("not UTF-8: {e}"))?;
-    let renamed = super::literal_keys::rename_quoted_merge_keys(text);
+    let renamed = super::events::rename_quoted_merge_keys(text);
     let text = renamed.as_deref().unwrap_or(text);
     let mut docs = Vec::new();
     for doc in serde_yaml::Deserializer::from_str(text) {
-        let v: Value = serde::Deserialize::deserialize(doc).map_err(|e| e.to_string())?;
-        docs.push(v);
+        match Value::deserialize(doc) {
+            Ok(v) => docs.push(v),
+            // serde_yaml's own alias budget, which kubectl's and the engine's readers do not
+            // have: the same checks on the events (the document is not compared, only checked).
+            Err(e) if e.to_string().contains("repetition limit exceeded") => {
+                return super::events::check_resource_list(text).map(|()| Value::Null);
+            }
+            Err(e) => return Err(e.to_string()),
+        }
     }
     if docs.len() != 1 {
         return Err(format!("{} YAML documents", docs.len()));

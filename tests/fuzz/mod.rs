@@ -10,8 +10,8 @@
 pub mod bases;
 pub mod bounds;
 pub mod check;
+pub mod events;
 pub mod known;
-pub mod literal_keys;
 pub mod mutate;
 pub mod shrink;
 pub mod style;
