@@ -33,11 +33,17 @@ use fuzz::style::{self, Feature, Features};
 use fuzz::{Rng, cases_from_env, known, seed_from_env};
 use serde_yaml::Value;
 
+/// The oracle allocates and frees a whole document tree several times a case: mimalloc makes
+/// that about a fifth of the time glibc's malloc takes (the function's own allocations are
+/// what they are in any allocator).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const DEFAULT_SEED: u64 = 0x5EED_0001;
 const DEFAULT_CASES: usize = 96;
 
 /// Restyled variants per base document (the reference run is shared).
-const VARIANTS: usize = 3;
+const VARIANTS: usize = 6;
 
 #[test]
 fn styles_keep_the_items() {
@@ -281,7 +287,7 @@ fn check_doc(
         });
     let back = check::merged(&back);
     let same = if styled.merges {
-        back == *doc
+        *back == *doc
     } else {
         check::ordered_eq(&back, doc)
     };
@@ -339,9 +345,13 @@ fn same_as_plain(
     }
     let first = got.expect("output");
     let again = check::run(&run.out.stdout);
+    // The same bytes as the first output, which passed the contract above: nothing changed.
+    if again.out.stdout == run.out.stdout && !again.panicked && again.out.exit_code == 0 {
+        return Ok(());
+    }
     let second = check::contract(&again)?
         .ok_or_else(|| Finding::new(Failure::NotIdempotent, "no output on the second run"))?;
-    let items = |v: &Value| check::merged(&v["items"]);
+    let items = |v: &Value| check::merged(&v["items"]).into_owned();
     let same = if ordered {
         check::ordered_eq(&items(&second), &items(&first))
     } else {

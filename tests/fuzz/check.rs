@@ -1,6 +1,7 @@
 //! Running the function and judging what it did, with serde_yaml's whole-document parse as
 //! the independent reference.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::Deserialize;
@@ -87,7 +88,13 @@ pub fn run(input: &[u8]) -> Run {
 /// checked on its events and comes back as `Null` (checked, not comparable).
 pub fn resource_list(stdout: &[u8]) -> Result<Value, String> {
     let text = std::str::from_utf8(stdout).map_err(|e| format!("not UTF-8: {e}"))?;
-    let renamed = super::events::rename_quoted_merge_keys(text);
+    // Only a text that may spell `<<` can hold a merge key, quoted or not.
+    let may_merge = may_spell_merge_key(text);
+    let renamed = if may_merge {
+        super::events::rename_quoted_merge_keys(text)
+    } else {
+        None
+    };
     let text = renamed.as_deref().unwrap_or(text);
     let mut docs = Vec::new();
     for doc in serde_yaml::Deserializer::from_str(text) {
@@ -112,10 +119,36 @@ pub fn resource_list(stdout: &[u8]) -> Result<Value, String> {
         return Err("items is not a sequence".into());
     }
     // kubectl and kpt apply merge keys: a plain `<<` that is not a merge is invalid to them.
-    doc.clone()
-        .apply_merge()
-        .map_err(|e| format!("merge keys do not apply: {e}"))?;
+    if may_merge && has_merge_key(&doc) {
+        doc.clone()
+            .apply_merge()
+            .map_err(|e| format!("merge keys do not apply: {e}"))?;
+    }
     Ok(doc)
+}
+
+/// Whether `text` may spell the key `<<` in any YAML style: literally, through a
+/// double-quoted escape of `<` (`\x3c`, `\u003c`, `\U0000003c`), or split by an escaped line
+/// break inside a double-quoted scalar. A text for which this is false holds no merge key, so
+/// the checks that look for one can be skipped (they parse the whole text again).
+pub fn may_spell_merge_key(text: &str) -> bool {
+    text.contains("<<")
+        || ["\\x3", "\\u003", "\\U0000003"]
+            .iter()
+            .any(|escape| text.contains(escape))
+        || (text.contains('<') && (text.contains("\\\n") || text.contains("\\\r")))
+}
+
+/// Whether `v` has a mapping key `<<` (a merge key to serde_yaml) anywhere.
+pub fn has_merge_key(v: &Value) -> bool {
+    match v {
+        Value::Mapping(m) => m
+            .iter()
+            .any(|(k, v)| k.as_str() == Some("<<") || has_merge_key(k) || has_merge_key(v)),
+        Value::Sequence(s) => s.iter().any(has_merge_key),
+        Value::Tagged(t) => has_merge_key(&t.value),
+        _ => false,
+    }
 }
 
 /// The basic contract of any run: no panic, exit 0 or 1, stdout empty or one ResourceList
@@ -150,11 +183,14 @@ pub fn contract(run: &Run) -> Result<Option<Value>, Finding> {
     })
 }
 
-/// `v` with merge keys applied (as kubectl and kpt read them).
-pub fn merged(v: &Value) -> Value {
+/// `v` with merge keys applied (as kubectl and kpt read them); borrowed when `v` has none.
+pub fn merged(v: &Value) -> Cow<'_, Value> {
+    if !has_merge_key(v) {
+        return Cow::Borrowed(v);
+    }
     let mut v = v.clone();
     v.apply_merge().expect("merge keys apply");
-    v
+    Cow::Owned(v)
 }
 
 /// Equality that also compares the order of mapping entries (serde_yaml's `==` does not).
@@ -178,7 +214,6 @@ pub fn ordered_eq(a: &Value, b: &Value) -> bool {
 /// `ordered`: also the order of mapping entries and of the results.
 pub fn compare_outputs(got: &Value, want: &Value, ordered: bool) -> Result<(), Finding> {
     let eq = |a: &Value, b: &Value| if ordered { ordered_eq(a, b) } else { a == b };
-    let items = |v: &Value| v["items"].as_sequence().cloned().unwrap_or_default();
     let (gi, wi) = (items(got), items(want));
     if gi.len() != wi.len() {
         return Err(Finding::new(
@@ -186,7 +221,7 @@ pub fn compare_outputs(got: &Value, want: &Value, ordered: bool) -> Result<(), F
             format!("{} items, expected {}", gi.len(), wi.len()),
         ));
     }
-    for (n, (g, w)) in gi.iter().zip(&wi).enumerate() {
+    for (n, (g, w)) in gi.iter().zip(wi).enumerate() {
         if !eq(g, w) {
             return Err(Finding::new(
                 Failure::ItemsDiffer,
@@ -201,17 +236,8 @@ pub fn compare_outputs(got: &Value, want: &Value, ordered: bool) -> Result<(), F
     // Without key order (merge keys reorder a mapping: kyaml's DeAnchor puts the merged keys
     // after the mapping's own), results that follow a mapping's order may come in another
     // order: compared as a multiset then.
-    let results = |v: &Value| {
-        let mut r = v["results"].as_sequence().cloned().unwrap_or_default();
-        if !ordered {
-            r.sort_by_cached_key(yaml);
-        }
-        r
-    };
-    if !eq(
-        &Value::Sequence(results(got)),
-        &Value::Sequence(results(want)),
-    ) {
+    let (gr, wr) = (results(got, ordered), results(want, ordered));
+    if gr.len() != wr.len() || gr.iter().zip(&wr).any(|(g, w)| !eq(g, w)) {
         return Err(Finding::new(
             Failure::ResultsDiffer,
             format!(
@@ -227,7 +253,7 @@ pub fn compare_outputs(got: &Value, want: &Value, ordered: bool) -> Result<(), F
         m.remove("results");
         Value::Mapping(m)
     };
-    if !eq(&rest(got), &rest(want)) {
+    if !rest_eq(got, want, ordered) {
         return Err(Finding::new(
             Failure::ListDiffers,
             format!(
@@ -238,6 +264,49 @@ pub fn compare_outputs(got: &Value, want: &Value, ordered: bool) -> Result<(), F
         ));
     }
     Ok(())
+}
+
+/// The items of a ResourceList.
+fn items(v: &Value) -> &[Value] {
+    v["items"]
+        .as_sequence()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+}
+
+/// The results of a ResourceList; sorted by their YAML text unless `ordered`.
+fn results(v: &Value, ordered: bool) -> Vec<&Value> {
+    let mut r: Vec<&Value> = v["results"].as_sequence().into_iter().flatten().collect();
+    if !ordered {
+        r.sort_by_cached_key(|v| yaml(v));
+    }
+    r
+}
+
+/// Every field of a ResourceList but `items` and `results`.
+fn rest_fields(v: &Value) -> Vec<(&Value, &Value)> {
+    v.as_mapping()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| !matches!(k.as_str(), Some("items" | "results")))
+        .collect()
+}
+
+/// Whether two ResourceLists agree on every field but `items` and `results` (in key order
+/// when `ordered`), without copying them.
+fn rest_eq(got: &Value, want: &Value, ordered: bool) -> bool {
+    let (g, w) = (rest_fields(got), rest_fields(want));
+    if g.len() != w.len() {
+        return false;
+    }
+    if ordered {
+        g.iter()
+            .zip(&w)
+            .all(|((gk, gv), (wk, wv))| ordered_eq(gk, wk) && ordered_eq(gv, wv))
+    } else {
+        g.iter()
+            .all(|(gk, gv)| w.iter().any(|(wk, wv)| gk == wk && gv == wv))
+    }
 }
 
 pub fn yaml(v: &Value) -> String {

@@ -5,6 +5,8 @@
 
 mod tree;
 
+use std::borrow::Cow;
+
 use serde_yaml::Value;
 
 use super::Rng;
@@ -97,23 +99,25 @@ pub fn mutate(doc: &Value, text: &str, allowed: &[Mutation], rng: &mut Rng) -> M
     let count = 1 + rng.below(3);
     let picks: Vec<Mutation> = (0..count).map(|_| *rng.pick(allowed)).collect();
     let mut applied = Vec::new();
-    // Tree mutations first, on the document; then the text is written and damaged.
-    let mut doc = doc.clone();
+    // Tree mutations first, on the document; then the text is written and damaged. The
+    // document is copied only when a tree mutation is picked.
+    let mut doc = Cow::Borrowed(doc);
     let mut raw_tail: Option<String> = None;
     let mut tree_changed = false;
     for &m in picks.iter().filter(|m| m.on_tree()) {
+        let doc = doc.to_mut();
         let what = match m {
-            Mutation::TypeSwap => type_swap(&mut doc, rng),
-            Mutation::HugeString => huge_string(&mut doc, rng),
-            Mutation::BigNumber => big_number(&mut doc, rng, &mut raw_tail),
-            Mutation::DeepFlow => deep(&mut doc, rng, true, &mut raw_tail),
+            Mutation::TypeSwap => type_swap(doc, rng),
+            Mutation::HugeString => huge_string(doc, rng),
+            Mutation::BigNumber => big_number(doc, rng, &mut raw_tail),
+            Mutation::DeepFlow => deep(doc, rng, true, &mut raw_tail),
             Mutation::ManyDeepFlow => many_deep(rng, &mut raw_tail),
-            Mutation::DeepBlock => deep(&mut doc, rng, false, &mut raw_tail),
+            Mutation::DeepBlock => deep(doc, rng, false, &mut raw_tail),
             Mutation::AliasBomb => alias_bomb(rng, false, &mut raw_tail),
             Mutation::PaddedAliasBomb => alias_bomb(rng, true, &mut raw_tail),
-            Mutation::KrmFields => krm_fields(&mut doc, rng),
-            Mutation::Results => results(&mut doc, rng),
-            Mutation::FunctionConfig => function_config(&mut doc, rng),
+            Mutation::KrmFields => krm_fields(doc, rng),
+            Mutation::Results => results(doc, rng),
+            Mutation::FunctionConfig => function_config(doc, rng),
             _ => unreachable!(),
         };
         tree_changed = true;
