@@ -10,6 +10,7 @@
 
 use std::fmt::Write;
 
+use serde_yaml::value::Tag;
 use serde_yaml::{Mapping, Value};
 
 /// Appends `value` as a YAML document body (no `---`) to `out`.
@@ -44,7 +45,8 @@ fn emit_mapping(out: &mut String, map: &Mapping, indent: usize) {
                 emit_sequence(out, s, indent);
             }
             Value::Tagged(t) if is_block(&t.value) => {
-                let _ = write!(out, " {}", t.tag);
+                out.push(' ');
+                write_tag(out, &t.tag);
                 out.push('\n');
                 pad(out, indent + 2);
                 emit_block_body(out, &t.value, indent + 2);
@@ -76,7 +78,7 @@ pub fn emit_entry(out: &mut String, item: &Value, indent: usize) {
         Value::Mapping(m) if !m.is_empty() => emit_mapping(out, m, indent + 2),
         Value::Sequence(s) if !s.is_empty() => emit_sequence(out, s, indent + 2),
         Value::Tagged(t) if is_block(&t.value) => {
-            let _ = write!(out, "{}", t.tag);
+            write_tag(out, &t.tag);
             out.push('\n');
             pad(out, indent + 2);
             emit_block_body(out, &t.value, indent + 2);
@@ -169,8 +171,28 @@ fn emit_inline(out: &mut String, v: &Value, indent: usize) {
         Value::Sequence(_) => out.push_str("[]"),
         Value::Mapping(_) => out.push_str("{}"),
         Value::Tagged(t) => {
-            let _ = write!(out, "{} ", t.tag);
+            write_tag(out, &t.tag);
+            out.push(' ');
             emit_inline(out, &t.value, indent);
+        }
+    }
+}
+
+/// Writes a local tag as `!name`, every byte of `name` outside YAML's tag characters
+/// percent-encoded: a tag read from `!a%20b` is `a b`, which written as is would end the tag at
+/// the space; `!`, `%` and the flow indicators are encoded too, so the tag reads back as itself
+/// in block and flow context alike.
+fn write_tag(out: &mut String, tag: &Tag) {
+    let shown = tag.to_string();
+    // serde_yaml shows a tag as `!` and its name (a name that is `!` itself shows as `!!`).
+    let name = shown.strip_prefix('!').unwrap_or(&shown);
+    out.push('!');
+    for &b in name.as_bytes() {
+        let plain = b.is_ascii_alphanumeric() || b"-_;/?:@&=+$.~*'()".contains(&b);
+        if plain {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
         }
     }
 }
@@ -202,7 +224,8 @@ fn emit_flow(out: &mut String, v: &Value) {
         }
         Value::String(s) => double_quoted(out, s),
         Value::Tagged(t) => {
-            let _ = write!(out, "{} ", t.tag);
+            write_tag(out, &t.tag);
+            out.push(' ');
             emit_flow(out, &t.value);
         }
         scalar => emit_inline(out, scalar, 0),
@@ -515,6 +538,27 @@ mod tests {
         let back: Value = serde_yaml::from_str(&out).unwrap_or_else(|e| panic!("{e}\n{out}"));
         assert_eq!(back, v, "\n{out}");
         out
+    }
+
+    /// Local tags whose names hold characters a tag cannot show as they are (read from
+    /// percent escapes) come out encoded and read back as the same tags, in block and flow
+    /// context; the non-specific tag `!` leaves a string or a plain mapping.
+    #[test]
+    fn tags_read_back_as_themselves() {
+        let src = "a: !x%20y 1\nb: !x%21 {k: !p%2C%5B%5D v}\nc: !%25 [1]\nd: ! 12\ne: ! {k: v}\n\
+                   f: !ok-_;/?:@&=+$.~*'() [!t {x: y}]\ng: !x%21\n  k: v\n";
+        let v = crate::krm::yaml::from_str(src).unwrap();
+        let out = emit(&v);
+        let back = crate::krm::yaml::from_str(&out).unwrap_or_else(|e| panic!("{e}\n{out}"));
+        assert_eq!(back, v, "\n{out}");
+        assert!(out.contains("a: !x%20y 1\n"), "{out}");
+        assert!(out.contains("!x%21"), "{out}");
+        assert!(out.contains("f: !ok-_;/?:@&=+$.~*'()\n"), "{out}");
+        assert_eq!(v["d"], Value::from("12"));
+        assert_eq!(v["e"]["k"], Value::from("v"));
+        // serde_yaml, a reader the engine does not share, agrees.
+        let other: Value = serde_yaml::from_str(&out).unwrap_or_else(|e| panic!("{e}\n{out}"));
+        assert_eq!(other, v, "\n{out}");
     }
 
     #[test]
