@@ -252,15 +252,17 @@ fn fuzz_mutations(allowed: Vec<Mutation>) {
             *failures.entry(finding.failure).or_default() += 1;
         }
         if (case + 1) % 10_000 == 0 {
+            // Case numbers, not counts: a shard (FUZZ_FIRST_CASE) says which cases it ran.
             eprintln!(
-                "fuzz_mutation: {} cases, {:.0} s, slowest {slowest:?} of CPU, peak up to {worst_ratio:.1} x input (64 KiB+), failures {failures:?}",
+                "fuzz_mutation: cases {first}..{}, {:.0} s, slowest {slowest:?} of CPU, peak up to {worst_ratio:.1} x input (64 KiB+), failures {failures:?}",
                 case + 1,
                 start.elapsed().as_secs_f64()
             );
         }
     }
     eprintln!(
-        "fuzz_mutation: seed {seed:#x}, {cases} cases in {:.1} s, slowest case {slowest:?} of CPU, peak memory up to {worst_ratio:.1} x input (inputs of 64 KiB and more), failures {failures:?}\nslowest: {}",
+        "fuzz_mutation: seed {seed:#x}, cases {first}..{cases} ({} cases) in {:.1} s, slowest case {slowest:?} of CPU, peak memory up to {worst_ratio:.1} x input (inputs of 64 KiB and more), failures {failures:?}\nslowest: {}",
+        cases.saturating_sub(first),
         start.elapsed().as_secs_f64(),
         fuzz::truncate(&slowest_case, 500)
     );

@@ -166,8 +166,9 @@ fn fuzz_styles(features: &Features) {
             failed_cases += 1;
         }
         if (case + 1) % 10_000 == 0 {
+            // Case numbers, not counts: a shard (FUZZ_FIRST_CASE) says which cases it ran.
             eprintln!(
-                "fuzz_styles: {} cases, {:.0} s, {failed_cases} failed in {} classes",
+                "fuzz_styles: cases {first}..{}, {:.0} s, {failed_cases} failed in {} classes",
                 case + 1,
                 start.elapsed().as_secs_f64(),
                 failures.len()
@@ -175,7 +176,8 @@ fn fuzz_styles(features: &Features) {
         }
     }
     eprintln!(
-        "fuzz_styles: seed {seed:#x}, {cases} cases in {:.1} s, {failed_cases} failed in {} classes",
+        "fuzz_styles: seed {seed:#x}, cases {first}..{cases} ({} cases) in {:.1} s, {failed_cases} failed in {} classes",
+        cases.saturating_sub(first),
         start.elapsed().as_secs_f64(),
         failures.len()
     );
