@@ -10,8 +10,9 @@
 //! - hold at most `MEMORY_PER_INPUT_BYTE` × input + `MEMORY_FIXED` bytes at once, plus the
 //!   alias expansion the engine allows when the input has aliases (a counting
 //!   global allocator; a hard cap stops a runaway case before it takes the machine);
-//! - finish within `FUZZ_TIME_LIMIT_MS` of CPU time (default 2 s in release, 60 s in debug; a watchdog
-//!   aborts a case that hangs).
+//! - finish within `FUZZ_TIME_LIMIT_MS` of CPU time (default 2 s in release, 60 s in debug)
+//!   plus 100 ns per input byte (400 ns when the input has aliases); a watchdog aborts a case
+//!   that hangs.
 //!
 //! Default: a fixed seed and a case count that runs in well under a minute in debug. Long runs:
 //! `FUZZ_CASES=1000000 FUZZ_SEED=7 cargo test --release --test fuzz_mutation -- --nocapture`
@@ -60,6 +61,22 @@ fn memory_for_aliases(input: &[u8]) -> usize {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
+/// The CPU time a case may take: `limit` plus [`TIME_PER_INPUT_BYTE`] per input byte, or
+/// [`TIME_PER_INPUT_BYTE_WITH_ALIASES`] when the input has a `*`. Time, like memory, is bounded
+/// in proportion to the input, not by a constant: reading is linear, and aliases may expand to
+/// 256 Ki + input/4 nodes (docs/reliability.md, "Limits"), about 0.6 µs a node here, so a
+/// 12.6 MB input padded with two 4 MiB strings around an alias bomb takes 2.1 s within the limits.
+fn time_for(input: &[u8], limit: Duration) -> Duration {
+    let per_byte = if input.contains(&b'*') {
+        TIME_PER_INPUT_BYTE_WITH_ALIASES
+    } else {
+        TIME_PER_INPUT_BYTE
+    };
+    limit + per_byte * u32::try_from(input.len()).unwrap_or(u32::MAX)
+}
+const TIME_PER_INPUT_BYTE: Duration = Duration::from_nanos(100);
+const TIME_PER_INPUT_BYTE_WITH_ALIASES: Duration = Duration::from_nanos(400);
+
 // ---------------------------------------------------------------------------------------------
 // One case.
 
@@ -107,11 +124,12 @@ fn run_case(input: &[u8], limit: Duration) -> (Result<(), Finding>, Cost) {
                 ),
             ));
         }
-        if cpu > limit {
+        let time_bound = time_for(input, limit);
+        if cpu > time_bound {
             return Err(Finding::new(
                 Failure::Slow,
                 format!(
-                    "{cpu:?} of CPU, {elapsed:?} of wall time (limit {limit:?} of CPU) for {} bytes of input",
+                    "{cpu:?} of CPU, {elapsed:?} of wall time (bound {time_bound:?} of CPU) for {} bytes of input",
                     input.len()
                 ),
             ));
