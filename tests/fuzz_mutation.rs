@@ -72,7 +72,7 @@ fn time_for(input: &[u8], limit: Duration) -> Duration {
     } else {
         TIME_PER_INPUT_BYTE
     };
-    limit + per_byte * u32::try_from(input.len()).unwrap_or(u32::MAX)
+    limit.saturating_add(per_byte * u32::try_from(input.len()).unwrap_or(u32::MAX))
 }
 const TIME_PER_INPUT_BYTE: Duration = Duration::from_nanos(100);
 const TIME_PER_INPUT_BYTE_WITH_ALIASES: Duration = Duration::from_nanos(400);
