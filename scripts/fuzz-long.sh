@@ -39,7 +39,9 @@ fi
 
 dir="target/fuzz-long/$suite-$seed-$first-$end"
 mkdir -p "$dir"
+# Cargo also lists the cutover binary the suite runs, in no fixed order: pick the test target.
 binary="$(cargo test --release -p cutover --test "$test_name" --no-run --message-format=json 2>/dev/null |
+  grep -F "\"kind\":[\"test\"],\"crate_types\":[\"bin\"],\"name\":\"$test_name\"" |
   sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)"
 [[ -x "$binary" ]] || { echo "fuzz-long: no test binary for $test_name" >&2; exit 1; }
 cp "$binary" "$dir/bin"
