@@ -216,7 +216,14 @@ fn emit_flow(out: &mut String, v: &Value) {
                 if i > 0 {
                     out.push_str(", ");
                 }
+                // The same bound as for block keys: a longer key is written explicit
+                // (`? key : value`), which flow mappings allow too.
+                let start = out.len();
                 emit_flow(out, k);
+                if out.len() - start > MAX_SIMPLE_KEY {
+                    out.insert_str(start, "? ");
+                    out.push(' ');
+                }
                 out.push_str(": ");
                 emit_flow(out, item);
             }
@@ -671,6 +678,28 @@ mod tests {
             "k".repeat(1025)
         );
         assert!(serde_yaml::from_str::<Value>(&simple).is_err());
+    }
+
+    /// A complex key is written in flow form; the keys inside it obey the same 1024-byte bound
+    /// as block keys, whether they are long strings or long complex keys themselves.
+    #[test]
+    fn long_keys_inside_a_complex_key_read_back() {
+        let mut long_string_key = Mapping::new();
+        long_string_key.insert(Value::from("k".repeat(1100)), 1.into());
+        let mut long_complex_key = Mapping::new();
+        let mut inner = Mapping::new();
+        inner.insert(Value::Mapping(long_string_key.clone()), Value::Null);
+        inner.insert(Value::from("short"), Value::from("x".repeat(1100)));
+        long_complex_key.insert(Value::Mapping(inner), Value::Null);
+        for key in [long_string_key, long_complex_key] {
+            let mut m = Mapping::new();
+            m.insert(Value::Mapping(key), Value::from("v"));
+            let v = Value::Mapping(m);
+            let out = emit(&v);
+            assert_eq!(read_back(&out), v, "{out}");
+            let back: Value = serde_yaml::from_str(&out).unwrap_or_else(|e| panic!("{e}\n{out}"));
+            assert_eq!(back, v, "{out}");
+        }
     }
 
     /// Pseudo-random strings over YAML's awkward characters survive emit → parse, as values,
