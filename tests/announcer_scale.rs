@@ -189,13 +189,15 @@ fn auto_assign_pools_at_the_bound_translate_in_bounded_memory() {
 }
 
 /// Opt-in pools, one advertisement each, Services asking for them: memory grows linearly (three
-/// times the input, at most about three times the peak; a quadratic step would give nine).
+/// times the input, about three times the peak; a quadratic step would give nine). The bound is
+/// six: buffers grow by doubling, so one run's peak can sit just past a doubling that the other
+/// run's peak just missed (4.1 times has been seen).
 #[test]
 fn opt_in_pools_and_advertisements_scale_linearly() {
     let small = check(Shape::OptIn, 500, 0);
     let large = check(Shape::OptIn, 1_500, 0);
     assert!(
-        large <= 4 * small,
+        large <= 6 * small,
         "peak {small} bytes at 500 pools but {large} at 1 500: not proportional"
     );
 }
