@@ -201,3 +201,30 @@ fn opt_in_pools_and_advertisements_scale_linearly() {
         "peak {small} bytes at 500 pools but {large} at 1 500: not proportional"
     );
 }
+
+/// A pool whose name cannot be a label value (a 512 KiB name among 257 pools) is an error on
+/// that pool, and the 255 other auto-assign pools do not list it: each listed name is a label
+/// value of at most 63 bytes, so the selectors stay within the fixed bound whatever the names'
+/// length (listing it made a copy per pool, 255 times the name).
+#[test]
+fn a_pool_name_longer_than_a_label_value_is_an_error_listed_nowhere() {
+    let long = "p".repeat(512 * 1024);
+    let input = platform(Shape::AutoButOne, 256).replacen(
+        "name: pool-00000\n",
+        &format!("name: {long}\n"),
+        1,
+    );
+    let (out, peak) = measure(&input);
+    assert_eq!(out.exit_code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("metadata.name: pool name is longer than 63 characters"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        peak <= K * input.len() + C,
+        "peak {peak} bytes for {} bytes of input (bound {K} x input + {C})",
+        input.len()
+    );
+}

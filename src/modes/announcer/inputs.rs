@@ -10,7 +10,7 @@ use serde_yaml::Value;
 use super::install::{self, Chart, HelmValues, ReleaseFacts, Sources, ValuesAt};
 use super::inventory::{
     Advertisement, BGP_KINDS, CILIUM_GROUP, Carrier, CiliumRelease, Install, InstallKind,
-    Inventory, IpAddressPoolSpec, METALLB_GROUP, Pool,
+    Inventory, IpAddressPoolSpec, MAX_LABEL_VALUE, METALLB_GROUP, Pool,
 };
 use super::ipam::parse_metallb_address;
 use super::selector::labels_of;
@@ -127,9 +127,22 @@ impl Reader {
                         Ok(s) => s,
                         Err(e) => {
                             errors.push(e);
+                            inv.rejected_pools.insert(item.name().to_owned());
                             return true;
                         }
                     };
+                if item.name().len() > MAX_LABEL_VALUE {
+                    errors.push(
+                        KrmResult::error(format!(
+                            "pool name is longer than {MAX_LABEL_VALUE} characters, so it cannot be a \
+                             value of the pool label that Services request pools by"
+                        ))
+                        .about(item)
+                        .field("metadata.name"),
+                    );
+                    inv.rejected_pools.insert(item.name().to_owned());
+                    return true;
+                }
                 let mut addresses = Vec::new();
                 for (i, a) in spec.addresses.iter().enumerate() {
                     match parse_metallb_address(a) {

@@ -3,7 +3,7 @@
 //! installations, Cilium objects an earlier run generated, and the platform values switch.
 //! [`super::inputs`] builds it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
@@ -74,6 +74,12 @@ pub struct L2AdvertisementSpec {
     /// (MetalLB > 0.16.1) preferred nodes; Cilium has no equivalent.
     pub preferred_node_selectors: Option<Value>,
 }
+
+/// Longest label value Kubernetes accepts. Pool names become values of the pool label (on
+/// Services, and in every generated selector that lists pools), so a longer name is refused
+/// when the pool is read: it could not be requested, and each auto-assign pool's `NotIn` list
+/// would repeat it.
+pub const MAX_LABEL_VALUE: usize = 63;
 
 /// An IPAddressPool from the items.
 #[derive(Debug, Clone)]
@@ -179,6 +185,9 @@ pub struct CiliumRelease {
 pub struct Inventory {
     /// IPAddressPools, input order.
     pub pools: Vec<Pool>,
+    /// Names of IPAddressPools left out of `pools` after an error on them (an unreadable spec, a
+    /// name that cannot be a label value): references to them are not reported again.
+    pub rejected_pools: BTreeSet<String>,
     /// L2Advertisements, input order.
     pub adverts: Vec<Advertisement>,
     /// BGP-mode MetalLB objects.

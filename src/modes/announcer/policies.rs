@@ -201,6 +201,8 @@ pub fn advertised_pools(
     for (i, name) in ad.spec.ip_address_pools.iter().enumerate() {
         if known.contains(name.as_str()) {
             out.insert(name.clone());
+        } else if inv.rejected_pools.contains(name) {
+            // Reported on the pool itself; the translation stops at that error.
         } else {
             results.push(
                 KrmResult::warning(format!(

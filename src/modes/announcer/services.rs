@@ -191,9 +191,14 @@ pub fn plan(
         let pool = match metallb_annotation(svc, "address-pool") {
             Some(name) => {
                 if !pools.contains_key(name) {
+                    let why = if inv.rejected_pools.contains(name) {
+                        "which has an error"
+                    } else {
+                        "which is not among the items"
+                    };
                     results.push(
                         KrmResult::error(format!(
-                            "address-pool names pool {name:?}, which is not among the items: cannot tell which Cilium pool should serve the Service"
+                            "address-pool names pool {name:?}, {why}: cannot tell which Cilium pool should serve the Service"
                         ))
                         .about_svc(svc)
                         .field("metadata.annotations"),

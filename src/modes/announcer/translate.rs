@@ -16,9 +16,6 @@ use crate::krm::KrmResult;
 /// Annotation on generated objects naming the MetalLB object they come from.
 pub const SOURCE_ANNOTATION: &str = "cutover.dev/source";
 
-/// Longest label value Kubernetes accepts (pool names become values of the pool label).
-const MAX_LABEL_VALUE: usize = 63;
-
 /// Most pool names the generated selectors may list in all. Exact selectors grow with the square
 /// of the pool count: Cilium has no pool priority and no pool request besides a label selector,
 /// so each auto-assign pool must list every other pool in `NotIn` (and a policy covering the
@@ -134,16 +131,6 @@ pub fn pools(
     let all_names: Vec<&str> = inv.pools.iter().map(|p| p.name.as_str()).collect();
     for pool in &inv.pools {
         let item = &items[pool.index];
-        if pool.name.len() > MAX_LABEL_VALUE {
-            results.push(
-                KrmResult::error(format!(
-                    "pool name is longer than {MAX_LABEL_VALUE} characters, so it cannot be a value of the pool label {pool_label}"
-                ))
-                .about(item)
-                .field("metadata.name"),
-            );
-            continue;
-        }
         let Some(blocks) = blocks_of(pool, item, version, out, results) else {
             continue;
         };
@@ -436,6 +423,7 @@ fn overlaps(inv: &Inventory, items: &[Value], out: &mut Translated, results: &mu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::modes::announcer::inventory::MAX_LABEL_VALUE;
     use crate::modes::announcer::{inputs, policies};
 
     const LABEL: &str = "cutover.dev/address-pool";
@@ -527,5 +515,47 @@ mod tests {
             errors[0].field.as_ref().unwrap().path,
             "spec.ipAddressPools"
         );
+    }
+    /// A pool name that cannot be a label value is refused when read, and the translation of
+    /// the other pools neither lists it (their selectors stay valid and their size bounded by
+    /// the pool count, whatever the names' length) nor reports the advertisement naming it.
+    #[test]
+    fn a_pool_name_longer_than_a_label_value_is_refused_and_listed_nowhere() {
+        let long = "p".repeat(MAX_LABEL_VALUE + 1);
+        let mut items = items(3, 2, 0);
+        items.push(serde_yaml::from_str(&format!(
+            "{{apiVersion: metallb.io/v1beta1, kind: IPAddressPool, metadata: {{name: {long}, namespace: m}}, \
+             spec: {{addresses: [10.9.0.0/24]}}}}"
+        )).unwrap());
+        items.push(serde_yaml::from_str(&format!(
+            "{{apiVersion: metallb.io/v1beta1, kind: L2Advertisement, metadata: {{name: a, namespace: m}}, \
+             spec: {{ipAddressPools: [p2, {long}]}}}}"
+        )).unwrap());
+        let (inv, errors) = inputs::read(&items);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(
+            errors[0].resource_ref.as_ref().unwrap().name.len(),
+            long.len()
+        );
+        assert_eq!(errors[0].field.as_ref().unwrap().path, "metadata.name");
+        assert!(errors[0].message.contains("longer than 63 characters"));
+        assert_eq!(inv.pools.len(), 3);
+        assert!(inv.rejected_pools.contains(&long));
+
+        let version = CiliumVersion::parse("1.18.4").unwrap();
+        let mut tr = Translated::default();
+        let mut results = Vec::new();
+        pools(&inv, &items, &version, LABEL, &mut tr, &mut results);
+        policies::policies(&inv, &items, LABEL, &mut tr, &mut results);
+        assert!(results.is_empty(), "{results:?}");
+        assert_eq!(tr.pools.len(), 3);
+        assert_eq!(tr.policies.len(), 1);
+        let generated = serde_yaml::to_string(&(
+            tr.pools.iter().map(|g| &g.object).collect::<Vec<_>>(),
+            tr.policies.iter().map(|g| &g.object).collect::<Vec<_>>(),
+        ))
+        .unwrap();
+        assert!(generated.contains("p2"), "{generated}");
+        assert!(!generated.contains(&long), "{generated}");
     }
 }
