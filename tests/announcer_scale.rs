@@ -6,8 +6,8 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::fmt::Write;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 /// The system allocator, counting the bytes held and their peak.
 struct Counting;
@@ -46,18 +46,41 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-/// One measurement at a time: the counters are global to the test binary.
-static MEASURING: Mutex<()> = Mutex::new(());
+/// One test at a time: the counters are global to the test binary, so another test building
+/// or dropping its input while one measures would move the count.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Taken first by every test, for its whole run.
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Runs the function on `input`; returns its output and the peak bytes it held beyond what was
-/// held before (the input itself is already held and not counted).
+/// held before (the input itself is already held and not counted). The caller holds [`serial`].
 fn measure(input: &str) -> (cutover::Output, usize) {
-    let _one = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    wait_for_background_frees();
     let base = HELD.load(Ordering::Relaxed);
     PEAK.store(base, Ordering::Relaxed);
     let out = cutover::process(input.as_bytes());
     let peak = PEAK.load(Ordering::Relaxed) - base;
     (out, peak)
+}
+
+/// Waits until the threads on which earlier runs free their trees (`cutover-free`) are gone:
+/// their frees lower the count while the next run is measured, and a peak measured from a base
+/// that then falls reads too low.
+fn wait_for_background_frees() {
+    let freeing = || {
+        std::fs::read_dir("/proc/self/task").is_ok_and(|tasks| {
+            tasks.flatten().any(|t| {
+                std::fs::read_to_string(t.path().join("comm"))
+                    .is_ok_and(|name| name.trim() == "cutover-free")
+            })
+        })
+    };
+    while freeing() {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
 }
 
 /// What the MetalLB configuration looks like.
@@ -165,6 +188,7 @@ fn check(shape: Shape, n: usize, exit_code: i32) -> usize {
 /// error naming the bound, with the items echoed, in bounded memory.
 #[test]
 fn thousands_of_auto_assign_pools_are_an_error_in_bounded_memory() {
+    let _serial = serial();
     let input = platform(Shape::Auto, 3_000);
     let (out, peak) = measure(&input);
     assert_eq!(out.exit_code, 1);
@@ -185,6 +209,7 @@ fn thousands_of_auto_assign_pools_are_an_error_in_bounded_memory() {
 /// Up to the bound the selectors are exact, and memory is within K × input + C.
 #[test]
 fn auto_assign_pools_at_the_bound_translate_in_bounded_memory() {
+    let _serial = serial();
     check(Shape::AutoButOne, 256, 0);
 }
 
@@ -194,6 +219,7 @@ fn auto_assign_pools_at_the_bound_translate_in_bounded_memory() {
 /// run's peak just missed (4.1 times has been seen).
 #[test]
 fn opt_in_pools_and_advertisements_scale_linearly() {
+    let _serial = serial();
     let small = check(Shape::OptIn, 500, 0);
     let large = check(Shape::OptIn, 1_500, 0);
     assert!(
@@ -208,6 +234,7 @@ fn opt_in_pools_and_advertisements_scale_linearly() {
 /// length (listing it made a copy per pool, 255 times the name).
 #[test]
 fn a_pool_name_longer_than_a_label_value_is_an_error_listed_nowhere() {
+    let _serial = serial();
     let long = "p".repeat(512 * 1024);
     let input = platform(Shape::AutoButOne, 256).replacen(
         "name: pool-00000\n",
@@ -226,5 +253,76 @@ fn a_pool_name_longer_than_a_label_value_is_an_error_listed_nowhere() {
         peak <= K * input.len() + C,
         "peak {peak} bytes for {} bytes of input (bound {K} x input + {C})",
         input.len()
+    );
+}
+
+/// A Service whose namespace the API server would refuse (512 KiB long) in a sharing key of 256
+/// Services is an error on that namespace: its members' `sharing-cross-namespace` lists do not
+/// repeat it (listing it made a copy per member, 256 times the name).
+#[test]
+fn a_namespace_longer_than_a_label_is_an_error_listed_nowhere() {
+    let _serial = serial();
+    let long = "n".repeat(512 * 1024);
+    let input = platform(Shape::AutoButOne, 256)
+        .replace(
+            "    annotations:\n      metallb.io/loadBalancerIPs:",
+            "    annotations:\n      metallb.io/allow-shared-ip: k\n      metallb.io/loadBalancerIPs:",
+        )
+        .replacen(
+            "name: svc-00000\n    namespace: apps\n",
+            &format!("name: svc-00000\n    namespace: {long}\n"),
+            1,
+        );
+    assert!(input.contains("allow-shared-ip") && input.contains(&long));
+    let (out, peak) = measure(&input);
+    assert!(
+        peak <= K * input.len() + C,
+        "peak {peak} bytes for {} bytes of input (bound {K} x input + {C})",
+        input.len()
+    );
+    assert_eq!(out.exit_code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("metadata.namespace: not a namespace name"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// One sharing key across 4 000 Services, each in its own namespace: the `sharing-cross-namespace`
+/// annotation is `*` past 16 namespaces, so memory stays within K × input + C (listing every
+/// namespace on every member grew as members × namespaces).
+#[test]
+fn one_sharing_key_across_thousands_of_namespaces_stays_proportional() {
+    let _serial = serial();
+    let input = platform(Shape::OptIn, 4_000);
+    let mut parts = input.split("    namespace: apps\n    annotations:\n");
+    let mut shared = parts.next().unwrap().to_owned();
+    for (s, rest) in parts.enumerate() {
+        let _ = write!(
+            shared,
+            "    namespace: ns-{s:05}\n    annotations:\n      metallb.io/allow-shared-ip: k\n{rest}"
+        );
+    }
+    assert_eq!(shared.matches("allow-shared-ip").count(), 4_000);
+    let (out, peak) = measure(&shared);
+    eprintln!(
+        "input {} bytes, peak {peak} bytes ({:.1} x input)",
+        shared.len(),
+        peak as f64 / shared.len() as f64
+    );
+    assert!(
+        peak <= K * shared.len() + C,
+        "peak {peak} bytes for {} bytes of input (bound {K} x input + {C})",
+        shared.len()
+    );
+    assert_eq!(out.exit_code, 0, "{}", out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let items = stdout.split("\nresults:").next().unwrap();
+    assert_eq!(
+        items
+            .matches("lbipam.cilium.io/sharing-cross-namespace: \"*\"\n")
+            .count(),
+        4_000
     );
 }

@@ -190,3 +190,90 @@ fn permit_annotations_are_written_on_every_member() {
         assert_eq!(ann["lbipam.cilium.io/sharing-key"], Value::from("dns"));
     }
 }
+
+/// `count` Services of the sharing key `dns` on 10.0.0.5, each in its own namespace and port.
+fn spread(count: usize) -> Vec<String> {
+    (0..count)
+        .map(|i| {
+            let [_, b] = pair(&format!("ns-{i:02}"), "TCP", "TCP", 1000 + i as u16);
+            b.replace("name: dns-b", &format!("name: dns-{i:02}"))
+        })
+        .collect()
+}
+
+/// The `sharing-cross-namespace` value of every Service in the output, and the warnings.
+fn cross_namespace_lists(members: &[String]) -> (Run, Vec<String>) {
+    let release = cilium("1.18.4", None);
+    let mut items: Vec<&str> = vec![POOL, ADV, METALLB_STOPPED, release.as_str()];
+    items.extend(members.iter().map(String::as_str));
+    let config = "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata:\n  name: a\nspec:\n  announcer: cilium\n  phase: cutover\n";
+    let out = run(&items, config);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lists = output_items(&out)
+        .into_iter()
+        .filter(|i| i["kind"] == "Service")
+        .map(|s| {
+            s["metadata"]["annotations"]["lbipam.cilium.io/sharing-cross-namespace"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    (out, lists)
+}
+
+/// Up to 16 namespaces are listed; a group spanning more gets `*` on every member (with a
+/// warning), so the annotations stay the same size however many namespaces share a key, and
+/// LB-IPAM still keeps the group on its IP.
+#[test]
+fn a_group_past_the_listed_namespaces_gets_any_namespace() {
+    let (out, lists) = cross_namespace_lists(&spread(16));
+    let all: Vec<String> = (0..16).map(|i| format!("ns-{i:02}")).collect();
+    assert_eq!(lists, vec![all.join(","); 16]);
+    assert!(
+        !messages(&out, "warning")
+            .iter()
+            .any(|m| m.contains("spans"))
+    );
+
+    let (out, lists) = cross_namespace_lists(&spread(17));
+    assert_eq!(lists, vec!["*".to_owned(); 17]);
+    let warnings = messages(&out, "warning");
+    assert!(
+        warnings.iter().any(|m| m.contains("spans 17 namespaces")
+            && m.contains("lbipam.cilium.io/sharing-cross-namespace \"*\"")),
+        "{warnings:?}"
+    );
+    for i in 0..17 {
+        let name = format!("dns-{i:02}");
+        assert!(
+            messages(&out, "info")
+                .iter()
+                .any(|m| m.starts_with("coverage:")
+                    && m.contains(&name)
+                    && m.contains("keeps 10.0.0.5")),
+            "{name} not proven"
+        );
+    }
+}
+
+/// A Service whose namespace the API server would refuse (here with a `,`, which Cilium's
+/// `sharing-cross-namespace` list would split into two namespaces) is an error on
+/// `metadata.namespace`, and nothing is changed.
+#[test]
+fn a_namespace_that_is_not_a_dns_label_is_an_error() {
+    let members = pair("dns,other", "TCP", "TCP", 853);
+    let release = cilium("1.18.4", None);
+    let mut items: Vec<&str> = vec![POOL, ADV, METALLB_STOPPED, release.as_str()];
+    items.extend(members.iter().map(String::as_str));
+    let config = "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata:\n  name: a\nspec:\n  announcer: cilium\n";
+    let out = run(&items, config);
+    let error = assert_error(&out, &items, "Service", "dns-b", "metadata.namespace");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a namespace name"),
+        "{error:?}"
+    );
+}

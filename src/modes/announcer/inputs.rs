@@ -10,7 +10,7 @@ use serde_yaml::Value;
 use super::install::{self, Chart, HelmValues, ReleaseFacts, Sources, ValuesAt};
 use super::inventory::{
     Advertisement, BGP_KINDS, CILIUM_GROUP, Carrier, CiliumRelease, Install, InstallKind,
-    Inventory, IpAddressPoolSpec, MAX_LABEL_VALUE, METALLB_GROUP, Pool,
+    Inventory, IpAddressPoolSpec, MAX_LABEL_VALUE, METALLB_GROUP, Pool, is_namespace_name,
 };
 use super::ipam::parse_metallb_address;
 use super::selector::labels_of;
@@ -177,6 +177,19 @@ impl Reader {
             (METALLB_GROUP, _) => inv.other_metallb.push(index),
             ("", "Service") => {
                 if str_at(item, &["spec", "type"]) != Some("LoadBalancer") {
+                    return false;
+                }
+                if let Some(ns) = str_at(item, &["metadata", "namespace"])
+                    && !is_namespace_name(ns)
+                {
+                    errors.push(
+                        KrmResult::error(
+                            "not a namespace name: a namespace is a DNS-1123 label (at most 63 \
+                             lowercase letters, digits and '-'), as the API server requires",
+                        )
+                        .about(item)
+                        .field("metadata.namespace"),
+                    );
                     return false;
                 }
                 match LbService::read(index, item, paths, store, detached) {

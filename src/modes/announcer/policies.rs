@@ -202,7 +202,7 @@ pub fn advertised_pools(
         if known.contains(name.as_str()) {
             out.insert(name.clone());
         } else if inv.rejected_pools.contains(name) {
-            // Reported on the pool itself; the translation stops at that error.
+            // Reported on the pool itself; that error means the run changes nothing.
         } else {
             results.push(
                 KrmResult::warning(format!(

@@ -516,6 +516,7 @@ mod tests {
             "spec.ipAddressPools"
         );
     }
+
     /// A pool name that cannot be a label value is refused when read, and the translation of
     /// the other pools neither lists it (their selectors stay valid and their size bounded by
     /// the pool count, whatever the names' length) nor reports the advertisement naming it.
