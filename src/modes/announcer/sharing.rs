@@ -307,70 +307,112 @@ fn by_shared_ip(plans: &[ServicePlan], members: &[usize]) -> Vec<Vec<usize>> {
     groups
 }
 
-/// The first rule that keeps two members of `group` apart, with the annotations the plans add.
+/// The first rule, in `isCompatible`'s order, by which LB-IPAM keeps two members of `group`
+/// apart (their annotations as the plans leave them). LB-IPAM decides pair by pair; each rule
+/// is checked here over the whole group at once, so a group of thousands on one IP costs time
+/// in proportion to its members, not to their pairs. For two members it is exactly the pair's
+/// `isCompatible`.
 fn first_split(
     inv: &Inventory,
     cx: &Context<'_>,
     plans: &[ServicePlan],
     group: &[usize],
 ) -> Option<Split> {
-    for (i, &a) in group.iter().enumerate() {
-        for &b in &group[i + 1..] {
-            if let Some(split) = incompatible(inv, cx, &plans[a], &plans[b]) {
-                return Some(split);
-            }
-        }
-    }
-    None
-}
-
-/// LB-IPAM's `isCompatible` for two planned Services (their annotations as the plan leaves them).
-fn incompatible(
-    inv: &Inventory,
-    cx: &Context<'_>,
-    a: &ServicePlan,
-    b: &ServicePlan,
-) -> Option<Split> {
-    let (sa, sb) = (&inv.services[a.service], &inv.services[b.service]);
+    let svcs: Vec<&LbService> = group
+        .iter()
+        .map(|&pi| &inv.services[plans[pi].service])
+        .collect();
     if !cx.rules.sharing_key {
         return Some(Split::NoSharingKey);
     }
-    let permits = |p: &ServicePlan, ns: &str| {
-        p.add
-            .get(cx.keys.cross_namespace)
-            .is_some_and(|list| list.split(',').any(|n| n == ns || n == "*"))
-    };
-    if sa.namespace() != sb.namespace()
-        && !(cx.rules.cross_namespace && permits(a, sb.namespace()) && permits(b, sa.namespace()))
-    {
-        return Some(Split::Namespace);
-    }
-    let protocols = cx.rules.compares_protocols(cx.protocol_value);
-    for &(pa, proto_a) in sa.ports() {
-        for &(pb, proto_b) in sb.ports() {
-            if pa == pb && (!protocols || proto_a == proto_b) {
-                return Some(Split::Port(pa, proto_a, proto_b));
-            }
+    // Two members of different namespaces share only when each lists the other's namespace
+    // (or `*`): every member must list every namespace of the group but its own.
+    let namespaces: BTreeSet<&str> = svcs.iter().map(|s| s.namespace()).collect();
+    if namespaces.len() > 1 {
+        let lists_the_others = |pi: usize, own: &str| {
+            plans[pi]
+                .add
+                .get(cx.keys.cross_namespace)
+                .is_some_and(|list| {
+                    let listed: BTreeSet<&str> = list.split(',').collect();
+                    listed.contains("*")
+                        || namespaces.iter().all(|n| *n == own || listed.contains(n))
+                })
+        };
+        let permitted = cx.rules.cross_namespace
+            && group
+                .iter()
+                .zip(&svcs)
+                .all(|(&pi, s)| lists_the_others(pi, s.namespace()));
+        if !permitted {
+            return Some(Split::Namespace);
         }
     }
-    if sa.etp_local() != sb.etp_local() {
+    if let Some(split) = port_clash(cx, &svcs) {
+        return Some(split);
+    }
+    if svcs.iter().any(|s| s.etp_local() != svcs[0].etp_local()) {
         return Some(Split::TrafficPolicy);
     }
-    if sa.etp_local() {
-        let (sel_a, sel_b) = (
-            sa.selector().unwrap_or_default(),
-            sb.selector().unwrap_or_default(),
-        );
-        if sel_a.is_empty() || sel_b.is_empty() {
+    if svcs[0].etp_local() {
+        let selectors: Vec<Vec<(&str, &str)>> = svcs
+            .iter()
+            .map(|s| s.selector().unwrap_or_default())
+            .collect();
+        if selectors.iter().any(Vec::is_empty) {
             return Some(Split::NoSelector);
         }
-        let permitted = |p: &ServicePlan| p.add.get(PERMIT_DIFFERENT_PODS).is_some();
-        if sel_a != sel_b && !(cx.rules.permit_different_pods && permitted(a) && permitted(b)) {
+        let permitted = cx.rules.permit_different_pods
+            && group
+                .iter()
+                .all(|&pi| plans[pi].add.get(PERMIT_DIFFERENT_PODS).is_some());
+        if selectors.iter().any(|s| *s != selectors[0]) && !permitted {
             return Some(Split::Selectors);
         }
     }
     None
 }
+
+/// A port two members both use (by number, or by number and protocol where the release
+/// compares protocols): the first member that clashes with an earlier one, and the first of
+/// its ports, in the earlier member's port order, that clashes.
+fn port_clash(cx: &Context<'_>, svcs: &[&LbService]) -> Option<Split> {
+    let protocols = cx.rules.compares_protocols(cx.protocol_value);
+    let clashes = |a: Protocol, b: Protocol| !protocols || a == b;
+    // The first member using each port with each protocol (TCP, UDP, SCTP).
+    let mut first_user: BTreeMap<i32, [Option<usize>; 3]> = BTreeMap::new();
+    for (j, s) in svcs.iter().enumerate() {
+        let earlier = s.ports().iter().find_map(|&(port, proto)| {
+            let users = first_user.get(&port)?;
+            PROTOCOLS
+                .iter()
+                .zip(users)
+                .find_map(|(&p, user)| user.filter(|_| clashes(p, proto)))
+        });
+        if let Some(i) = earlier {
+            // The pair's clash as `isCompatible` finds it: ports of `i` in order, each against
+            // the protocols `j` uses it with, in the order `j` lists them.
+            let mut of_j: BTreeMap<i32, Vec<Protocol>> = BTreeMap::new();
+            for &(port, proto) in s.ports() {
+                let seen = of_j.entry(port).or_default();
+                if !seen.contains(&proto) {
+                    seen.push(proto);
+                }
+            }
+            return svcs[i].ports().iter().find_map(|&(port, proto_i)| {
+                let proto_j = of_j.get(&port)?.iter().find(|&&p| clashes(proto_i, p))?;
+                Some(Split::Port(port, proto_i, *proto_j))
+            });
+        }
+        for &(port, proto) in s.ports() {
+            first_user.entry(port).or_default()[proto as usize].get_or_insert(j);
+        }
+    }
+    None
+}
+
+/// The protocols in the order of their slots in [`port_clash`].
+const PROTOCOLS: [Protocol; 3] = [Protocol::Tcp, Protocol::Udp, Protocol::Sctp];
 
 fn split_error(
     inv: &Inventory,
@@ -565,6 +607,154 @@ mod tests {
                 members.iter().map(|&m| &plans[m].ips).collect::<Vec<_>>()
             );
         }
+    }
+
+    /// LB-IPAM's `isCompatible` for one pair, as cutover first checked every pair of a group
+    /// (quadratic in its members): the reference for [`first_split`].
+    fn pair_split(
+        inv: &Inventory,
+        cx: &Context<'_>,
+        a: &ServicePlan,
+        b: &ServicePlan,
+    ) -> Option<Split> {
+        let (sa, sb) = (&inv.services[a.service], &inv.services[b.service]);
+        if !cx.rules.sharing_key {
+            return Some(Split::NoSharingKey);
+        }
+        let permits = |p: &ServicePlan, ns: &str| {
+            p.add
+                .get(cx.keys.cross_namespace)
+                .is_some_and(|list| list.split(',').any(|n| n == ns || n == "*"))
+        };
+        if sa.namespace() != sb.namespace()
+            && !(cx.rules.cross_namespace
+                && permits(a, sb.namespace())
+                && permits(b, sa.namespace()))
+        {
+            return Some(Split::Namespace);
+        }
+        let protocols = cx.rules.compares_protocols(cx.protocol_value);
+        for &(pa, proto_a) in sa.ports() {
+            for &(pb, proto_b) in sb.ports() {
+                if pa == pb && (!protocols || proto_a == proto_b) {
+                    return Some(Split::Port(pa, proto_a, proto_b));
+                }
+            }
+        }
+        if sa.etp_local() != sb.etp_local() {
+            return Some(Split::TrafficPolicy);
+        }
+        if sa.etp_local() {
+            let (sel_a, sel_b) = (
+                sa.selector().unwrap_or_default(),
+                sb.selector().unwrap_or_default(),
+            );
+            if sel_a.is_empty() || sel_b.is_empty() {
+                return Some(Split::NoSelector);
+            }
+            let permitted = |p: &ServicePlan| p.add.get(PERMIT_DIFFERENT_PODS).is_some();
+            if sel_a != sel_b && !(cx.rules.permit_different_pods && permitted(a) && permitted(b)) {
+                return Some(Split::Selectors);
+            }
+        }
+        None
+    }
+
+    /// On 3 000 pseudo-random groups of 2 to 6 Services (two namespaces, one or two of six ports
+    /// over TCP and UDP, Local or Cluster, three selectors, random permissions, six releases):
+    /// [`first_split`] splits exactly the groups some pair splits, and for two members gives
+    /// exactly the pair's split.
+    #[test]
+    fn group_split_matches_the_pairs() {
+        use crate::modes::announcer::services::CiliumKeys;
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n) as usize
+        };
+        let (mut pairs_split, mut groups_split) = (0, 0);
+        for _ in 0..3_000 {
+            let count = 2 + next(5);
+            let items: Vec<serde_yaml::Value> = (0..count)
+                .map(|i| {
+                    let ports: Vec<String> = (0..1 + next(2))
+                        .map(|_| {
+                            format!(
+                                "{{port: {}, protocol: {}}}",
+                                [53, 80, 443, 853, 5353, 8080][next(6)],
+                                ["TCP", "UDP"][next(2)]
+                            )
+                        })
+                        .collect();
+                    let selector = ["", "selector: {app: x}, ", "selector: {app: y}, "][next(3)];
+                    let etp = ["Cluster", "Local"][next(2)];
+                    serde_yaml::from_str(&format!(
+                        "{{apiVersion: v1, kind: Service, metadata: {{name: s{i}, namespace: {}, annotations: {{metallb.io/allow-shared-ip: k}}}}, \
+                         spec: {{type: LoadBalancer, {selector}externalTrafficPolicy: {etp}, ports: [{}]}}}}",
+                        ["a", "b"][next(2)],
+                        ports.join(", ")
+                    ))
+                    .unwrap()
+                })
+                .collect();
+            let (inv, errors) = crate::modes::announcer::inputs::read(&items);
+            assert!(errors.is_empty(), "{errors:?}");
+            let version = CiliumVersion::parse(
+                ["1.14.0", "1.15.0", "1.16.0", "1.17.0", "1.19.0", "1.21.0"][next(6)],
+            )
+            .unwrap();
+            let keys = CiliumKeys::for_version(&version);
+            let cx = Context {
+                version: &version,
+                rules: SharingRules::for_version(&version),
+                protocol_value: [None, Some(true), Some(false)][next(3)],
+                keys: &keys,
+            };
+            let plans: Vec<ServicePlan> = (0..count)
+                .map(|i| {
+                    let mut add = crate::modes::announcer::services::SortedPairs::default();
+                    if let Some(list) =
+                        [None, Some("a,b"), Some("a"), Some("b"), Some("*")][next(5)]
+                    {
+                        add.insert(keys.cross_namespace.to_owned(), list.to_owned());
+                    }
+                    if next(2) == 0 {
+                        add.insert(PERMIT_DIFFERENT_PODS.to_owned(), "true".to_owned());
+                    }
+                    ServicePlan {
+                        index: i,
+                        service: i,
+                        pool: None,
+                        ips: vec!["10.0.0.5".to_owned()],
+                        label: None,
+                        add,
+                        split: None,
+                    }
+                })
+                .collect();
+            let group: Vec<usize> = (0..count).collect();
+            let got = first_split(&inv, &cx, &plans, &group);
+            let any_pair = (0..count).any(|i| {
+                (i + 1..count).any(|j| pair_split(&inv, &cx, &plans[i], &plans[j]).is_some())
+            });
+            assert_eq!(got.is_some(), any_pair, "{items:?} {plans:?} {got:?}");
+            if count == 2 {
+                assert_eq!(
+                    got,
+                    pair_split(&inv, &cx, &plans[0], &plans[1]),
+                    "{items:?} {plans:?}"
+                );
+                pairs_split += usize::from(got.is_some());
+            }
+            groups_split += usize::from(got.is_some());
+        }
+        // Both outcomes are exercised.
+        assert!(
+            pairs_split > 100 && groups_split > 1_000 && groups_split < 2_900,
+            "{pairs_split} {groups_split}"
+        );
     }
 
     #[test]
