@@ -11,3 +11,6 @@ pub mod krm;
 pub mod modes;
 
 pub use function::{Output, process};
+
+#[cfg(test)]
+mod test_rng;

@@ -711,13 +711,8 @@ mod tests {
             ",", "!", "&", "*", "|", ">", "%", "@", "`", "?", "~", "e", "x", "_", "+", "é", "\\",
             "\r", "\u{1}", "on", "yes", "null", "0x", "1.5", ": ", " #",
         ];
-        let mut state: u64 = 0x9e3779b97f4a7c15;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = crate::test_rng::XorShift(0x9e3779b97f4a7c15);
+        let mut next = move || rng.next_u64();
         for _ in 0..3000 {
             let len = (next() % 8) as usize;
             let s: String = (0..len)
