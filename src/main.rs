@@ -18,6 +18,8 @@ cutover — KRM function for outage-free load-balancer cutovers
 USAGE:
     cutover                 run as a KRM function: ResourceList on stdin, ResourceList on stdout
     cutover schema [KIND]   print the JSON schema of the function config (all kinds, or one)
+    cutover observe [NAME]  wrap `kubectl get … -o yaml` (stdin) into an ObservedState item
+                            for the load-balancer announcer (stdout; NAME defaults to `live`)
     cutover help [COMMAND]  print this help, or the help of a command (also: COMMAND --help)
     cutover --version       print the version
 
@@ -69,6 +71,8 @@ fn main() -> ExitCode {
                 &schema_usage(),
             ),
         },
+        ["observe"] => observe("live"),
+        ["observe", name] if !name.starts_with('-') => observe(name),
         ["schema", ..] => usage_error(&format!("unexpected arguments {args:?}"), &schema_usage()),
         _ => usage_error(&format!("unexpected arguments {args:?}"), &usage()),
     }
@@ -105,6 +109,35 @@ fn print(text: &str) -> ExitCode {
     match stdout.write_all(text.as_bytes()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(_) => ExitCode::FAILURE,
+    }
+}
+
+/// `cutover observe`: reads kubectl's List on stdin, prints the ObservedState item.
+fn observe(name: &str) -> ExitCode {
+    let mut input = String::new();
+    if let Err(e) = std::io::stdin().read_to_string(&mut input) {
+        eprintln!("cutover observe: cannot read stdin: {e}");
+        return ExitCode::FAILURE;
+    }
+    let list: serde_yaml::Value = match cutover::krm::yaml::from_str(&input) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("cutover observe: stdin is not YAML or JSON: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match cutover::modes::announcer::observed::wrap(&list, name) {
+        Ok(item) => match serde_yaml::to_string(&item) {
+            Ok(text) => print(&text),
+            Err(e) => {
+                eprintln!("cutover observe: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Err(e) => {
+            eprintln!("cutover observe: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -32,6 +32,15 @@ pub struct LoadBalancerAnnouncerSpec {
     /// Cilium's `l2announcements.leaseRenewDeadline`, used to size `k8sClientRateLimit`; else
     /// the value in the Cilium release among the items, else Cilium's default `5s`.
     pub lease_renew_deadline: Option<Duration>,
+    /// Accept that `externalTrafficPolicy: Local` Services change announcing nodes: MetalLB
+    /// announces them only from nodes with a ready endpoint, Cilium's L2 announcer from any
+    /// selected node. Without it such a Service is an error.
+    pub accept_local_traffic_policy_change: bool,
+    /// Cilium's operator is scaled to 0 while this phase's pools are applied and started after
+    /// they all exist (see the runbook). LB-IPAM wakes up on the first pool it sees and judges
+    /// every Service against the pools seen so far, so with several pools and no Cilium pool in
+    /// the cluster yet, the phase that creates them is refused without this.
+    pub cilium_operator_stopped: bool,
 }
 
 impl Default for LoadBalancerAnnouncerSpec {
@@ -42,6 +51,8 @@ impl Default for LoadBalancerAnnouncerSpec {
             phase: Phase::Prepare,
             pool_label: DEFAULT_POOL_LABEL.into(),
             lease_renew_deadline: None,
+            accept_local_traffic_policy_change: false,
+            cilium_operator_stopped: false,
         }
     }
 }

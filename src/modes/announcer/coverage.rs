@@ -11,10 +11,11 @@ use serde_yaml::Value;
 use super::cilium::{IpPool, L2Policy, SVC_NAME_LABEL, SVC_NAMESPACE_LABEL, interface_from_regex};
 use super::inventory::{Advertisement, Inventory, Pool};
 use super::ipam::{CiliumBlock, parse_ip};
+use super::observed::EXCLUDE_LB_LABEL;
 use super::policies::{advertised_pools, pool_names};
-use super::selector::{self, Labels, Matcher, MatcherIndex, canonical};
+use super::selector::{self, Labels, Matcher, MatcherIndex, announcing_nodes, canonical};
 use super::service::{AboutService, LbService};
-use super::services::ServicePlan;
+use super::services::{IpSource, ServicePlan};
 use crate::krm::KrmResult;
 
 /// How many per-Service coverage lines are reported before only the summary remains.
@@ -33,10 +34,15 @@ fn describe(set: &BTreeSet<Announcement>) -> String {
                 None => "all interfaces".to_owned(),
                 Some(s) => s.iter().cloned().collect::<Vec<_>>().join(","),
             };
+            // Every announcement excludes the nodes MetalLB never announces from; say so in words.
+            let excluded = format!("{EXCLUDE_LB_LABEL} DoesNotExist []");
             if nodes == "{}" {
                 format!("all nodes on {ifs}")
+            } else if *nodes == format!("{{{excluded}}}") {
+                format!("all nodes but the excluded ones on {ifs}")
             } else {
-                format!("nodes {nodes} on {ifs}")
+                let nodes = nodes.replace(&format!(",{excluded}"), "").replace(&format!("{excluded},"), "");
+                format!("nodes {nodes} but the excluded ones on {ifs}")
             }
         })
         .collect::<Vec<_>>()
@@ -105,6 +111,17 @@ pub struct Proof<'a> {
     after_cache: HashMap<Vec<usize>, BTreeSet<Announcement>>,
     checked: usize,
     ok: usize,
+    /// Proven like `ok` except the IP: neither requested nor known (no status, no observed
+    /// state). Never said to keep an IP.
+    unknown: usize,
+    /// The cluster shows them without an IP: they allocate from the same pools.
+    no_ip: usize,
+    /// `externalTrafficPolicy: Local` (accepted): IP and pool kept, announcing nodes change.
+    local: usize,
+    /// Announced by nobody, before and after (a warning each).
+    unannounced: usize,
+    /// Per-Service coverage errors.
+    failed: usize,
     lines: usize,
     /// Services rendered in the cluster from chart values, which the proof cannot see.
     unseen: usize,
@@ -155,13 +172,15 @@ impl<'a> Proof<'a> {
             .map(|(_, ad)| {
                 let ifs: Option<BTreeSet<String>> = (!ad.spec.interfaces.is_empty())
                     .then(|| ad.spec.interfaces.iter().cloned().collect());
+                // MetalLB's speaker never announces from excluded nodes: its selectors are read
+                // with that rule, as the generated policies spell it.
                 if ad.spec.node_selectors.is_empty() {
-                    BTreeSet::from([(canonical(None), ifs)])
+                    BTreeSet::from([(canonical(Some(&announcing_nodes(None))), ifs)])
                 } else {
                     ad.spec
                         .node_selectors
                         .iter()
-                        .map(|ns| (canonical(Some(ns)), ifs.clone()))
+                        .map(|ns| (canonical(Some(&announcing_nodes(Some(ns)))), ifs.clone()))
                         .collect()
                 }
             })
@@ -228,6 +247,11 @@ impl<'a> Proof<'a> {
             after_cache: HashMap::new(),
             checked: 0,
             ok: 0,
+            unknown: 0,
+            no_ip: 0,
+            local: 0,
+            unannounced: 0,
+            failed: 0,
             lines: 0,
             unseen: 0,
             results: Vec::new(),
@@ -291,9 +315,11 @@ impl<'a> Proof<'a> {
         //    that pool must be the one MetalLB uses.
         let mut after_pool: Option<String> = None;
         for ip_text in &plan.ips {
+            // The plan parsed every IP (services::service_ips): one it could not read has its
+            // own error and no plan. Still never counted as kept.
             let Some(ip) = parse_ip(ip_text) else {
                 errors.push(format!("IP {ip_text:?} is not an IP address"));
-                return;
+                continue;
             };
             let home = selecting
                 .iter()
@@ -392,7 +418,7 @@ impl<'a> Proof<'a> {
                 ));
             }
         }
-        if before_ann != after_ann {
+        if before_ann != after_ann && !svc.etp_local() {
             errors.push(format!(
                 "announcement changes: MetalLB {}; Cilium {}",
                 describe(&before_ann),
@@ -410,6 +436,7 @@ impl<'a> Proof<'a> {
             .or(after_pool)
             .unwrap_or_else(|| format!("auto [{}]", candidate_pools.join(", ")));
         if !errors.is_empty() {
+            self.failed += 1;
             self.results.push(
                 KrmResult::error(format!(
                     "coverage: {} ({ips}, pool {pool_text}): {}",
@@ -423,6 +450,7 @@ impl<'a> Proof<'a> {
             return;
         }
         if before_ann.is_empty() {
+            self.unannounced += 1;
             self.results.push(
                 KrmResult::warning(format!(
                     "coverage: {} ({ips}, pool {pool_text}) is announced by no L2Advertisement today and by no policy after",
@@ -433,25 +461,50 @@ impl<'a> Proof<'a> {
             );
             return;
         }
-        self.ok += 1;
+        let line = match plan.source {
+            IpSource::Unknown => {
+                self.unknown += 1;
+                format!(
+                    "coverage: {} has an unknown IP (no status, no observed state): it allocates from the same \
+                     pools ({pool_text}) and is announced from {} before and after, but keeping its IP cannot be \
+                     proven; export the live state (cutover observe)",
+                    plan_name(svc),
+                    describe(&after_ann)
+                )
+            }
+            IpSource::NoneLive => {
+                self.no_ip += 1;
+                format!(
+                    "coverage: {} has no IP yet and allocates from the same pools ({pool_text}), announced from {} (before and after)",
+                    plan_name(svc),
+                    describe(&after_ann)
+                )
+            }
+            _ if svc.etp_local() => {
+                self.local += 1;
+                format!(
+                    "coverage: {} keeps {ips} from pool {pool_text}; externalTrafficPolicy: Local, so its announcing \
+                     nodes change (MetalLB: nodes with a ready endpoint among {}; Cilium: any of {})",
+                    plan_name(svc),
+                    describe(&before_ann),
+                    describe(&after_ann)
+                )
+            }
+            _ => {
+                self.ok += 1;
+                format!(
+                    "coverage: {} keeps {ips} from pool {pool_text}, announced from {} (before and after)",
+                    plan_name(svc),
+                    describe(&after_ann)
+                )
+            }
+        };
         if self.lines < MAX_SERVICE_LINES {
             self.lines += 1;
             self.results.push(
-                KrmResult::info(if plan.ips.is_empty() {
-                    format!(
-                        "coverage: {} has no IP yet and allocates from the same pools ({pool_text}), announced from {} (before and after)",
-                        plan_name(svc),
-                        describe(&after_ann)
-                    )
-                } else {
-                    format!(
-                        "coverage: {} keeps {ips} from pool {pool_text}, announced from {} (before and after)",
-                        plan_name(svc),
-                        describe(&after_ann)
-                    )
-                })
-                .about_svc(svc)
-                .tag("check", "coverage"),
+                KrmResult::info(line)
+                    .about_svc(svc)
+                    .tag("check", "coverage"),
             );
         }
     }
@@ -471,12 +524,37 @@ impl<'a> Proof<'a> {
                  the items and not proven (their annotations are translated in the values)"
             ),
         };
+        let mut others = Vec::new();
+        let counts = [
+            (self.unknown, "with an unknown IP (no status, no observed state) allocate from the same pools and are announced the same way, their IPs unproven"),
+            (self.no_ip, "without an IP yet allocate from the same pools"),
+            (self.local, "with externalTrafficPolicy: Local keep their IP and pool, their announcing nodes change"),
+            (self.unannounced, "are announced by nobody, before and after"),
+            (self.failed, "fail (errors above)"),
+        ];
+        for (n, what) in counts {
+            if n > 0 {
+                others.push(format!("{n} {what}"));
+            }
+        }
+        let others = if others.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", others.join("; "))
+        };
+        debug_assert_eq!(
+            self.checked,
+            self.ok + self.unknown + self.no_ip + self.local + self.unannounced + self.failed
+        );
         self.results.push(
             KrmResult::info(format!(
-                "coverage: {} of {} LoadBalancer Services served by MetalLB keep their IP, pool, announcing nodes and interfaces{unseen}",
+                "coverage: {} of {} LoadBalancer Services served by MetalLB keep their IP, pool, announcing nodes and interfaces{others}{unseen}",
                 self.ok, self.checked
             ))
-            .tag("check", "coverage"),
+            .tag("check", "coverage")
+            .tag("kept", self.ok.to_string())
+            .tag("checked", self.checked.to_string())
+            .tag("unknown", self.unknown.to_string()),
         );
         self.results
     }

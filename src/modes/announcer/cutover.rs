@@ -152,6 +152,9 @@ impl<'a> Cutover<'a> {
             &mut self.results,
         );
         self.tag_step(mark, "l2-policies", None);
+        let mark = self.results.len();
+        self.preconditions(tr.pools.len());
+        self.tag_step(mark, "transitions", None);
         if tr.too_large {
             // The translation stopped at its size bound (see translate::MAX_SELECTOR_POOL_NAMES):
             // nothing to prove or emit.
@@ -162,7 +165,13 @@ impl<'a> Cutover<'a> {
         self.tag_step(mark, "ipv6", None);
         let protocol_value = self.protocol_value();
         let mark = self.results.len();
-        let plans = services::plan(self.inv, &version, protocol_value, &mut self.results);
+        let plans = services::plan(
+            self.inv,
+            &version,
+            protocol_value,
+            self.spec.accept_local_traffic_policy_change,
+            &mut self.results,
+        );
         self.tag_step(mark, "services", None);
         // Chart values first: the Services charts render in the cluster hold leases too.
         let unseen = self.values_annotations(&version);

@@ -13,6 +13,7 @@ use super::inventory::{
     Inventory, IpAddressPoolSpec, MAX_LABEL_VALUE, METALLB_GROUP, Pool, is_namespace_name,
 };
 use super::ipam::parse_metallb_address;
+use super::observed;
 use super::selector::labels_of;
 use super::service::{LbService, Store};
 use crate::krm::annotations::LOCAL_CONFIG;
@@ -115,6 +116,21 @@ impl Reader {
     pub fn observe(&mut self, index: usize, item: &Value) -> bool {
         let (inv, errors, paths) = (&mut self.inv, &mut self.errors, &mut self.paths);
         let (store, detached) = (&mut self.store, &self.detached);
+        if item.is(crate::config::GROUP, observed::KIND) {
+            if let Some(first) = &inv.observed {
+                errors.push(
+                    KrmResult::error(format!(
+                        "a second ObservedState item (the first is item {}): export the cluster once",
+                        first.index
+                    ))
+                    .about(item)
+                    .field("kind"),
+                );
+            } else {
+                inv.observed = Some(observed::Observed::read(index, item, errors));
+            }
+            return true;
+        }
         if is_local_config(item) {
             return true;
         }

@@ -227,4 +227,6 @@ pub struct Inventory {
     pub switch: Vec<(usize, String)>,
     /// HelmReleases and cozystack Packages: chart values that may hold Service annotations.
     pub value_carriers: Vec<usize>,
+    /// The cluster's live objects (an `ObservedState` item), when the package holds them.
+    pub observed: Option<super::observed::Observed>,
 }

@@ -117,12 +117,12 @@ pub fn policies(
             v
         };
         let node_sels: Vec<Option<LabelSelector>> = if ad.spec.node_selectors.is_empty() {
-            vec![None]
+            vec![Some(selector::announcing_nodes(None))]
         } else {
             ad.spec
                 .node_selectors
                 .iter()
-                .map(|s| Some(selector::normalized(s.clone())))
+                .map(|s| Some(selector::announcing_nodes(Some(&selector::normalized(s.clone())))))
                 .collect()
         };
         if ad.spec.preferred_node_selectors.is_some() {

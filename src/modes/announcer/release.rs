@@ -142,9 +142,13 @@ impl Cutover<'_> {
             self.results.push(r);
             return None;
         };
-        if !version.has_l2_announcements() {
+        if !version.supports_cutover() {
             let r = about(
-                KrmResult::error(format!("Cilium {version} has no L2 announcements (1.14+)")),
+                KrmResult::error(format!(
+                    "Cilium {version} cannot take over: L2 announcements arrived in 1.14, and its \
+                     CiliumLoadBalancerIPPool has only spec.cidrs (no blocks, which cutover emits) \
+                     until 1.15; upgrade Cilium to 1.15 or later first"
+                )),
                 self,
             );
             self.results.push(r);

@@ -224,6 +224,30 @@ pub fn and(a: &LabelSelector, b: &LabelSelector) -> Option<LabelSelector> {
 }
 
 /// Drops empty `matchLabels`/`matchExpressions` so selectors compare and print canonically.
+/// `sel` (none = every node) narrowed to the nodes MetalLB's speaker announces from: those
+/// without [`super::observed::EXCLUDE_LB_LABEL`]. MetalLB skips labelled nodes in
+/// `speakersForPool` (metallb/metallb `speaker/main.go`, v0.14.0 to v0.16.1); Cilium's L2
+/// announcer has no such rule (cilium/cilium `pkg/l2announcer/l2announcer.go`, 1.19 branch
+/// point), so every generated policy carries it as a `DoesNotExist` requirement, and the proof
+/// reads MetalLB's node selectors the same way.
+pub fn announcing_nodes(sel: Option<&LabelSelector>) -> LabelSelector {
+    let mut out = sel.cloned().unwrap_or_default();
+    let exprs = out.match_expressions.get_or_insert_with(Vec::new);
+    let key = super::observed::EXCLUDE_LB_LABEL;
+    if !exprs
+        .iter()
+        .any(|r| r.key == key && r.operator == "DoesNotExist")
+    {
+        exprs.push(LabelSelectorRequirement {
+            key: key.to_owned(),
+            operator: "DoesNotExist".to_owned(),
+            values: None,
+        });
+    }
+    normalized(out)
+}
+
+/// Drops empty `matchLabels`/`matchExpressions` (an empty selector is the same as none).
 pub fn normalized(mut sel: LabelSelector) -> LabelSelector {
     if sel.match_labels.as_ref().is_some_and(BTreeMap::is_empty) {
         sel.match_labels = None;

@@ -132,6 +132,9 @@ pub struct LbService {
     lb_ip: Option<Span>,
     /// `spec.externalTrafficPolicy == Local`.
     etp_local: bool,
+    /// The item has a `status` (an object exported from the cluster): its ingress IPs are
+    /// what the cluster holds, even when there are none.
+    has_status: bool,
     /// `metadata.annotations` is there but not a mapping (`annotations: ~`).
     annotations_not_mapping: bool,
     /// kpt's file (path and index annotations), the path shared between Services.
@@ -162,6 +165,7 @@ impl LbService {
         detached: &Arc<Store>,
     ) -> Result<LbService, serde_yaml::Error> {
         let svc = Service::deserialize(item)?;
+        let has_status = item.get("status").is_some_and(|s| !s.is_null());
         let api_version = Some(item.api_version())
             .filter(|v| *v != "v1")
             .map(|v| a.add(v));
@@ -226,6 +230,7 @@ impl LbService {
             class,
             lb_ip,
             etp_local,
+            has_status,
             annotations_not_mapping: ann.is_some_and(|a| !a.is_mapping()),
             file,
             labels,
@@ -363,6 +368,10 @@ impl LbService {
             .iter()
             .map(|ip| self.s(*ip).to_owned())
             .collect()
+    }
+    /// The item carries a `status` (exported from the cluster).
+    pub fn has_status(&self) -> bool {
+        self.has_status
     }
     /// `spec.loadBalancerIP` (deprecated field both controllers honour).
     pub fn spec_lb_ip(&self) -> Option<&str> {

@@ -71,6 +71,102 @@ pub struct ServicePlan {
     /// The sharing rule by which Cilium would split the Service's sharing group (see
     /// [`super::sharing`]), when it would.
     pub split: Option<&'static str>,
+    /// Where `ips` come from.
+    pub source: IpSource,
+}
+
+/// Where a Service's IPs are known from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IpSource {
+    /// Requested (`loadBalancerIPs`, `spec.loadBalancerIP`, or an earlier run's
+    /// `lbipam.cilium.io/ips`): both controllers give exactly these.
+    Requested,
+    /// Held in the cluster: the Service item's own `status`, or the observed state.
+    Live,
+    /// The cluster shows the Service without an IP.
+    NoneLive,
+    /// Neither requested nor known: no `status` and no observed state for it.
+    Unknown,
+}
+
+/// The Service's IPs and where they come from; `None` after an error on them (an entry that
+/// is no IP, or a requested IP the cluster does not hold).
+fn service_ips(
+    inv: &Inventory,
+    svc: &LbService,
+    keys: &CiliumKeys,
+    results: &mut Vec<KrmResult>,
+) -> Option<(Vec<String>, IpSource)> {
+    let (requested, field) = match metallb_annotation_key(svc, "loadBalancerIPs") {
+        Some((key, text)) => (Some(split_ips(text)), format!("metadata.annotations.{key}")),
+        None => match svc.kept_annotation(keys.ips) {
+            Some(text) => (Some(split_ips(text)), format!("metadata.annotations.{}", keys.ips)),
+            None => (None, String::new()),
+        },
+    };
+    let live: Option<Vec<String>> = match &inv.observed {
+        Some(o) => o.service_ips(svc.namespace(), svc.name()).map(<[String]>::to_vec),
+        None => None,
+    }
+    .or_else(|| svc.has_status().then(|| svc.ingress_ips()));
+    let (ips, source, field) = match (requested.filter(|r| !r.is_empty()), svc.spec_lb_ip()) {
+        (Some(r), _) => (r, IpSource::Requested, field),
+        (None, Some(ip)) => (
+            vec![ip.to_owned()],
+            IpSource::Requested,
+            "spec.loadBalancerIP".to_owned(),
+        ),
+        (None, None) => match &live {
+            Some(l) if !l.is_empty() => (
+                l.clone(),
+                IpSource::Live,
+                "status.loadBalancer.ingress".to_owned(),
+            ),
+            Some(_) => (Vec::new(), IpSource::NoneLive, String::new()),
+            None => (Vec::new(), IpSource::Unknown, String::new()),
+        },
+    };
+    // Parsed once, here: a proof cannot admit an IP it cannot read.
+    if let Some(bad) = ips.iter().find(|ip| parse_ip(ip).is_none()) {
+        results.push(
+            KrmResult::error(format!(
+                "{bad:?} is not an IP address: LB-IPAM ignores it (`getSVCRequestedIPs`) and MetalLB \
+                 refuses the Service, so its IP cannot be proven kept; fix the value"
+            ))
+            .about_svc(svc)
+            .field(field)
+            .current(ips.join(",")),
+        );
+        return None;
+    }
+    if source == IpSource::Requested
+        && let Some(held) = live.filter(|l| !l.is_empty())
+    {
+        let want: std::collections::BTreeSet<&String> = ips.iter().collect();
+        if held.iter().collect::<std::collections::BTreeSet<_>>() != want {
+            results.push(
+                KrmResult::error(format!(
+                    "requests {} but the cluster gives it {}: LB-IPAM would allocate the requested IPs, so the \
+                     Service's IP would change; make the request match what it holds",
+                    ips.join(","),
+                    held.join(",")
+                ))
+                .about_svc(svc)
+                .field(field)
+                .current(ips.join(",")),
+            );
+            return None;
+        }
+    }
+    Some((ips, source))
+}
+
+/// A MetalLB annotation by suffix with the key found (current prefix first).
+fn metallb_annotation_key<'a>(svc: &'a LbService, suffix: &str) -> Option<(String, &'a str)> {
+    [METALLB_PREFIX, METALLB_OLD_PREFIX].iter().find_map(|prefix| {
+        let key = format!("{prefix}{suffix}");
+        svc.kept_annotation(&key).map(|v| (key, v))
+    })
 }
 
 /// A small string map kept as a vector sorted by key: a plan sets one to four annotations, and
@@ -145,6 +241,7 @@ pub fn plan(
     inv: &Inventory,
     version: &CiliumVersion,
     protocol_value: Option<bool>,
+    accept_local: bool,
     results: &mut Vec<KrmResult>,
 ) -> Vec<ServicePlan> {
     let keys = CiliumKeys::for_version(version);
@@ -181,11 +278,8 @@ pub fn plan(
             );
             continue;
         }
-        let requested = metallb_annotation(svc, "loadBalancerIPs").map(split_ips);
-        let ips = match (&requested, svc.spec_lb_ip()) {
-            (Some(r), _) if !r.is_empty() => r.clone(),
-            (_, Some(ip)) => vec![ip.to_owned()],
-            _ => svc.ingress_ips(),
+        let Some((ips, source)) = service_ips(inv, svc, &keys, results) else {
+            continue;
         };
         let mut label = None;
         let pool = match metallb_annotation(svc, "address-pool") {
@@ -225,22 +319,32 @@ pub fn plan(
             }
         };
         let mut add = SortedPairs::default();
-        if let Some(r) = requested.filter(|r| !r.is_empty()) {
-            add.insert(keys.ips.to_owned(), r.join(","));
+        // Requested IPs are translated; IPs the cluster holds are pinned: a Service that
+        // requests its IP keeps it through LB-IPAM's start-up, operator restarts and pool edits
+        // (cilium/cilium#39033), and never takes another member's IP of a sharing key
+        // (`satisfySpecificIPRequests` vs `satisfyGenericIPv4Requests` in
+        // operator/pkg/lbipam/lbipam.go). See the transition model.
+        if !ips.is_empty() {
+            add.insert(keys.ips.to_owned(), ips.join(","));
         }
         if let Some(key) = metallb_annotation(svc, "allow-shared-ip") {
             add.insert(keys.sharing_key.to_owned(), key.to_owned());
         }
         if svc.etp_local() {
-            results.push(
-                KrmResult::warning(
-                    "externalTrafficPolicy: Local: MetalLB announces only from nodes with a ready endpoint; \
-                     Cilium L2 (before 1.20.2) may announce from a node without local endpoints, which then drops the traffic",
-                )
-                .about_svc(svc)
-                .field("spec.externalTrafficPolicy")
-                .current("Local"),
-            );
+            let message = "externalTrafficPolicy: Local: MetalLB announces only from nodes with a ready endpoint \
+                           (`ShouldAnnounce`); Cilium L2 elects any selected node (before 1.20.2 regardless of \
+                           endpoints), which then drops the traffic, so the announcing nodes change";
+            results.push(if accept_local {
+                KrmResult::warning(format!("{message} (accepted by acceptLocalTrafficPolicyChange)"))
+            } else {
+                KrmResult::error(format!(
+                    "{message}: switch the Service to externalTrafficPolicy: Cluster first, or set \
+                     acceptLocalTrafficPolicyChange: true to accept the change"
+                ))
+            }
+            .about_svc(svc)
+            .field("spec.externalTrafficPolicy")
+            .current("Local"));
         }
         plans.push(ServicePlan {
             index: svc.index,
@@ -250,6 +354,7 @@ pub fn plan(
             label,
             add,
             split: None,
+            source,
         });
     }
     let cx = sharing::Context {
@@ -470,6 +575,7 @@ mod tests {
                             label: label.clone(),
                             add: add.clone().into_iter().collect(),
                             split: None,
+                            source: IpSource::Live,
                         };
                         let want = rewrite(&item, &plan, phase, "pool");
                         let got = patch(svc, &plan, phase, "pool").map(|ops| {

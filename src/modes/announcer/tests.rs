@@ -56,7 +56,7 @@ fn fixture() -> Fixture {
     let mut results = Vec::new();
     translate::pools(&inv, &items, &version, LABEL, &mut tr, &mut results);
     policies::policies(&inv, &items, LABEL, &mut tr, &mut results);
-    let plans = services::plan(&inv, &version, None, &mut results);
+    let plans = services::plan(&inv, &version, None, false, &mut results);
     assert!(!results.iter().any(KrmResult::is_error), "{results:?}");
     Fixture {
         pools: tr.pools.into_iter().map(|g| g.object).collect(),

@@ -84,9 +84,21 @@ pub fn stop_speaker(item: &Value, install: &Install) -> Option<(Value, String, S
                 &["speaker", "enabled"],
                 Value::Bool(false),
             );
+            // The controller goes with it: deleting IPAddressPools (phase cutover) while it runs
+            // makes it clear or re-allocate the Services' status (`clearServiceState`,
+            // metallb/metallb controller/service.go v0.16.1). Its webhook validates only CREATE
+            // and UPDATE of pools (charts/metallb/templates/webhooks.yaml), so the prune still
+            // works without it.
+            helm::set(
+                &mut out,
+                values,
+                &["controller", "enabled"],
+                Value::Bool(false),
+            );
             (
                 values.field("speaker.enabled"),
-                "speaker disabled in the Helm values (the chart then removes the speaker DaemonSet)",
+                "speaker and controller disabled in the Helm values (the chart then removes the speaker DaemonSet \
+                 and the controller Deployment, so no IPAddressPool deletion can move a Service's IP)",
             )
         }
         InstallKind::FluxKustomization => {

@@ -75,9 +75,12 @@ impl CiliumVersion {
         self.at_least(1, 19)
     }
 
-    /// L2 announcements exist from 1.14.
-    pub fn has_l2_announcements(&self) -> bool {
-        self.at_least(1, 14)
+    /// L2 announcements exist from 1.14, but the 1.14 CiliumLoadBalancerIPPool CRD has only
+    /// `spec.cidrs` (required); `blocks`, which cutover emits, starts in 1.15 (cilium/cilium
+    /// `pkg/k8s/apis/cilium.io/client/crds/v2alpha1/ciliumloadbalancerippools.yaml` at the 1.14
+    /// and 1.15 branch points). So the cutover needs 1.15.
+    pub fn supports_cutover(&self) -> bool {
+        self.at_least(1, 15)
     }
 
     /// 1.19.0 and 1.19.1 carry L2/LB-IPAM regressions on the upgrade path (cilium/cilium#44222,

@@ -71,6 +71,7 @@ fn shared_ip_groups_match_the_pairwise_merge() {
                 label: None,
                 add: Default::default(),
                 split: None,
+                source: super::super::services::IpSource::Live,
             })
             .collect();
         let members: Vec<usize> = (0..count).filter(|_| next(4) != 0).collect();
@@ -196,6 +197,7 @@ fn group_split_matches_the_pairs() {
                     label: None,
                     add,
                     split: None,
+                    source: super::super::services::IpSource::Live,
                 }
             })
             .collect();
