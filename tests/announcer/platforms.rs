@@ -383,11 +383,16 @@ fn plan_findings_also_go_to_stderr() {
             .iter()
             .any(|l| l.contains("plan: announcer cilium applies this in three phases"))
     );
-    // A cilium run writes no such lines.
+    // A cilium run writes no summary lines: only its warnings, as every mode does.
     let s = svc("web", "a", "10.0.0.5");
     let out = run(&[POOL, ADV, METALLB_RUNNING, s.as_str()], &fc(""));
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert_eq!(out.stderr, "");
+    let warnings = messages(&out, "warning");
+    assert_eq!(out.stderr.lines().count(), warnings.len(), "{}", out.stderr);
+    for (line, message) in out.stderr.lines().zip(&warnings) {
+        assert!(line.starts_with("cutover: [warning]"), "{line}");
+        assert!(line.ends_with(message.as_str()), "{line}");
+    }
 }
 
 #[test]
