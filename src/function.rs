@@ -174,10 +174,7 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
         }
     }
     let failed = results.iter().any(KrmResult::is_error);
-    let mut stderr = String::new();
-    for r in results.iter().filter(|r| r.is_error()) {
-        stderr.push_str(&format!("cutover: {r}\n"));
-    }
+    let mut stderr = findings_for_stderr(&results);
     for mut line in notes {
         krm::result::shorten_middle(&mut line, krm::SHOWN_MESSAGE_BYTES);
         stderr.push_str(&line);
@@ -199,6 +196,29 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
         Err(krm::io::WriteError::Io(e)) => Err(e),
     }
 }
+
+/// The lines for stderr of a run's results (orchestrators such as `kubectl kustomize` show no
+/// results): every error, then every warning, one line each, in the results' order, as
+/// `cutover: [error] apps/v1/DaemonSet ns/name spec.x: message` (see [`KrmResult`]'s `Display`).
+/// An error that `failOnWarnings` made of a warning says so at the end of its line. Infos stay in
+/// the results only.
+fn findings_for_stderr(results: &[KrmResult]) -> String {
+    let mut out = String::new();
+    for r in results.iter().filter(|r| r.is_error()) {
+        out.push_str(&format!("cutover: {r}"));
+        if r.is_promoted() {
+            out.push_str(PROMOTED_NOTE);
+        }
+        out.push('\n');
+    }
+    for r in results.iter().filter(|r| r.is_warning()) {
+        out.push_str(&format!("cutover: {r}\n"));
+    }
+    out
+}
+
+/// What the stderr line of a promoted warning ends with.
+const PROMOTED_NOTE: &str = " (a warning; failOnWarnings makes it an error)";
 
 /// Edits of items whose trees the parse released: a patch the item's text can take
 /// ([`splice::can_patch`]) and that cannot move its file goes to `text_patches`, applied to the text while

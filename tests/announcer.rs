@@ -20,6 +20,8 @@ mod outputs;
 mod platforms;
 #[path = "announcer/sharing.rs"]
 mod sharing;
+#[path = "announcer/transitions.rs"]
+mod transitions;
 
 use std::path::Path;
 
@@ -27,7 +29,16 @@ use common::{Run, crd, k8s, resource_list, run_fn};
 use k8s_openapi::api::core::v1::Service;
 use serde_yaml::Value;
 
+/// A config for the tests whose subject is not a transition refusal: the pools are created with
+/// the operator stopped, and Local Services' announcing nodes may change (see [`fc_strict`]).
 fn fc(extra: &str) -> String {
+    fc_strict(&format!(
+        "  ciliumOperatorStopped: true\n  acceptLocalTrafficPolicyChange: true\n{extra}"
+    ))
+}
+
+/// A config without the acknowledgements: what an operator writes first.
+fn fc_strict(extra: &str) -> String {
     format!(
         "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata:\n  name: announcer\nspec:\n  announcer: cilium\n  ciliumVersion: 1.18.4\n{extra}"
     )

@@ -547,3 +547,223 @@ fn deep_flow_lists_end_at_the_first() {
     let input = resource_list(&[&item], Some(PLAN));
     assert_rejected_input(input.as_bytes(), "items[0].data.k0");
 }
+
+/// A result as its stderr line: `cutover: [severity] apiVersion/Kind ns/name field: message`.
+fn stderr_line(r: &Value) -> String {
+    let mut line = format!("cutover: [{}]", r["severity"].as_str().unwrap());
+    let rr = &r["resourceRef"];
+    if let Some(kind) = rr["kind"].as_str() {
+        line.push_str(&format!(" {}/{kind} ", rr["apiVersion"].as_str().unwrap()));
+        if let Some(ns) = rr["namespace"].as_str() {
+            line.push_str(&format!("{ns}/"));
+        }
+        line.push_str(rr["name"].as_str().unwrap());
+    }
+    if let Some(path) = r["field"]["path"].as_str() {
+        line.push_str(&format!(" {path}"));
+    }
+    format!("{line}: {}", r["message"].as_str().unwrap())
+}
+
+/// The input of an example with a warning of each mode, by mode. The prepull examples have no
+/// warning: a Kustomization named like the unit that cutover did not write is one.
+fn warning_examples() -> Vec<(&'static str, Value)> {
+    let mut prepull = common::example_source("prepull-upgrade-native-bgp");
+    let theirs = common::find(&prepull, "Kustomization", "cluster-vip");
+    let theirs = serde_yaml::to_string(theirs)
+        .unwrap()
+        .replace("cluster-vip", "metallb-image-prepull")
+        .replace("index: '3'", "index: '9'");
+    let theirs = common::yaml(&theirs);
+    prepull["items"].as_sequence_mut().unwrap().push(theirs);
+    vec![
+        ("metallb-image-prepull", prepull),
+        (
+            "load-balancer-announcer",
+            common::example_source("announcer-etp-local"),
+        ),
+        (
+            "capm3-os-image-sources",
+            common::example_source("capm3-workload-healthy"),
+        ),
+    ]
+}
+
+/// kustomize shows no results: every warning of every mode is also a line on stderr, in the
+/// errors' format, once.
+#[test]
+fn warnings_of_every_mode_go_to_stderr_once() {
+    for (mode, list) in warning_examples() {
+        let run = common::run_list(&list);
+        assert_eq!(run.code, 0, "{mode}: {}", run.stderr);
+        let warnings: Vec<String> = run
+            .results()
+            .iter()
+            .filter(|r| r["severity"] == "warning")
+            .map(stderr_line)
+            .collect();
+        assert!(!warnings.is_empty(), "{mode}: no warning");
+        let lines: Vec<&str> = run.stderr.lines().collect();
+        assert_eq!(lines, warnings, "{mode}");
+    }
+    // The format, literally.
+    let run = common::run_list(&common::example_source("announcer-etp-local"));
+    assert!(
+        run.stderr.starts_with(
+            "cutover: [warning] v1/Service ingress/ingress spec.externalTrafficPolicy: externalTrafficPolicy: Local: "
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.lines().any(|l| l.starts_with(
+            "cutover: [warning]: no Cilium HelmRelease, cozystack Package or HelmChart among the items: "
+        )),
+        "{}",
+        run.stderr
+    );
+}
+
+/// Plan mode writes its summaries to stderr beside the warnings, and each warning once.
+#[test]
+fn plan_mode_writes_each_warning_once() {
+    let run = common::run_list(&common::example_source("announcer-metallb-plan"));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let results = run.results();
+    let warnings: Vec<String> = results
+        .iter()
+        .filter(|r| r["severity"] == "warning")
+        .map(stderr_line)
+        .collect();
+    let summaries: Vec<String> = results
+        .iter()
+        .filter(|r| r["severity"] == "info" && r["resourceRef"].is_null())
+        .map(stderr_line)
+        .collect();
+    assert!(!warnings.is_empty() && !summaries.is_empty());
+    let lines: Vec<String> = run.stderr.lines().map(str::to_owned).collect();
+    assert_eq!(lines, [warnings, summaries].concat(), "{}", run.stderr);
+}
+
+/// `failOnWarnings: true`: the same findings, every warning an error tagged
+/// `promotedFrom: warning`, exit 1, the items as they came in, a ResourceList on stdout.
+#[test]
+fn fail_on_warnings_makes_every_warning_an_error() {
+    for (mode, list) in warning_examples() {
+        let plain = common::run_list(&list);
+        assert_eq!(plain.code, 0, "{mode}: {}", plain.stderr);
+        let warned: Vec<Value> = plain
+            .results()
+            .into_iter()
+            .filter(|r| r["severity"] == "warning")
+            .collect();
+        let strict = common::run_list(&common::with_spec(
+            list.clone(),
+            "failOnWarnings",
+            Value::Bool(true),
+        ));
+        assert_eq!(strict.code, 1, "{mode}: {}", strict.stderr);
+        let out = strict.resource_list();
+        assert_eq!(out["kind"], "ResourceList", "{mode}");
+        assert_eq!(out["items"], list["items"], "{mode}: an item changed");
+        let results = strict.results();
+        assert!(
+            !results.iter().any(|r| r["severity"] == "warning"),
+            "{mode}"
+        );
+        let promoted: Vec<&Value> = results
+            .iter()
+            .filter(|r| r["tags"]["promotedFrom"] == "warning")
+            .collect();
+        assert_eq!(promoted.len(), warned.len(), "{mode}");
+        for (p, w) in promoted.iter().zip(&warned) {
+            assert_eq!(p["severity"], "error", "{mode}");
+            assert_eq!(p["message"], w["message"], "{mode}");
+            assert_eq!(p["tags"]["check"], w["tags"]["check"], "{mode}");
+            let line = format!(
+                "{} (a warning; failOnWarnings makes it an error)",
+                stderr_line(p)
+            );
+            assert_eq!(strict.stderr.matches(&line).count(), 1, "{mode}: {line}");
+        }
+        assert!(!strict.stderr.contains("[warning]"), "{mode}");
+        // Explicitly false is the default.
+        let off = common::run_list(&common::with_spec(
+            list.clone(),
+            "failOnWarnings",
+            Value::Bool(false),
+        ));
+        assert_eq!(off.code, plain.code, "{mode}");
+        assert_eq!(off.results(), plain.results(), "{mode}");
+        assert_eq!(
+            off.resource_list()["items"],
+            plain.resource_list()["items"],
+            "{mode}"
+        );
+    }
+}
+
+/// The ConfigMap form (`kpt fn eval -- failOnWarnings=true`) reads the key as the boolean it is.
+#[test]
+fn fail_on_warnings_in_the_configmap_form() {
+    let mut list = common::example_source("announcer-etp-local");
+    let typed = list["functionConfig"]["spec"].clone();
+    let mut data = serde_yaml::Mapping::new();
+    data.insert("mode".into(), "load-balancer-announcer".into());
+    for (k, v) in typed.as_mapping().unwrap() {
+        let v = match v {
+            Value::String(s) => s.clone(),
+            other => serde_yaml::to_string(other).unwrap().trim_end().to_owned(),
+        };
+        data.insert(k.clone(), v.into());
+    }
+    data.insert("failOnWarnings".into(), "true".into());
+    list["functionConfig"] =
+        common::yaml("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\n");
+    list["functionConfig"]["data"] = Value::Mapping(data);
+    let run = common::run_list(&list);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let results = run.results();
+    assert!(
+        results
+            .iter()
+            .any(|r| r["tags"]["promotedFrom"] == "warning")
+    );
+    assert!(!results.iter().any(|r| r["severity"] == "warning"));
+}
+
+/// Plan mode (`announcer: metallb`) never fails on its warnings: it runs while the platform stays
+/// on MetalLB. It says that `failOnWarnings` did not apply, on stderr too.
+#[test]
+fn fail_on_warnings_does_not_fail_a_plan() {
+    let list = common::example_source("announcer-metallb-plan");
+    let plain = common::run_list(&list);
+    let strict = common::run_list(&common::with_spec(
+        list.clone(),
+        "failOnWarnings",
+        Value::Bool(true),
+    ));
+    assert_eq!(strict.code, 0, "{}", strict.stderr);
+    let severities = |run: &common::Run| -> Vec<Value> {
+        run.results()
+            .iter()
+            .map(|r| r["severity"].clone())
+            .collect()
+    };
+    let mut expected = severities(&plain);
+    expected.push("info".into());
+    assert_eq!(severities(&strict), expected);
+    let note = "plan: failOnWarnings does not apply to a plan";
+    assert!(
+        strict.results().last().unwrap()["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(note)
+    );
+    assert_eq!(strict.stderr.matches(note).count(), 1, "{}", strict.stderr);
+    assert!(
+        strict.stderr.starts_with(&plain.stderr),
+        "{}",
+        strict.stderr
+    );
+}

@@ -300,3 +300,73 @@ fn configmap_yaml_values_read_scalars_as_serde_yaml_does() {
         "data.runAsUser"
     );
 }
+
+/// `failOnWarnings` is a field of every kind, `false` by default, a boolean in both forms: the
+/// ConfigMap form's `"true"` is read as the other boolean keys are, anything else is an error
+/// naming the key.
+#[test]
+fn fail_on_warnings_in_every_kind_and_form() {
+    fn fail_on_warnings(cfg: FunctionConfig) -> bool {
+        match cfg {
+            FunctionConfig::MetalLBImagePrepull(spec) => spec.fail_on_warnings,
+            FunctionConfig::LoadBalancerAnnouncer(spec) => spec.fail_on_warnings,
+            FunctionConfig::Capm3OSImageSources(spec) => spec.fail_on_warnings,
+        }
+    }
+    for kind in Kind::ALL {
+        let typed = |spec: &str| {
+            fc(&format!(
+                "apiVersion: fn.cutover.dev/v1alpha1\nkind: {}\nmetadata: {{name: x}}\n{spec}",
+                kind.name()
+            ))
+        };
+        let configmap = |data: &str| {
+            fc(&format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: function-input}}\ndata: {{mode: {}{data}}}\n",
+                kind.mode()
+            ))
+        };
+        let name = kind.name();
+        assert!(
+            !fail_on_warnings(parse(Some(&typed(""))).unwrap()),
+            "{name}"
+        );
+        assert!(
+            !fail_on_warnings(parse(Some(&configmap(""))).unwrap()),
+            "{name}"
+        );
+        assert!(
+            fail_on_warnings(parse(Some(&typed("spec: {failOnWarnings: true}\n"))).unwrap()),
+            "{name}"
+        );
+        assert!(
+            !fail_on_warnings(parse(Some(&typed("spec: {failOnWarnings: false}\n"))).unwrap()),
+            "{name}"
+        );
+        assert!(
+            fail_on_warnings(parse(Some(&configmap(", failOnWarnings: 'true'"))).unwrap()),
+            "{name}"
+        );
+        assert!(
+            !fail_on_warnings(parse(Some(&configmap(", failOnWarnings: 'false'"))).unwrap()),
+            "{name}"
+        );
+        let e = parse(Some(&typed("spec: {failOnWarnings: 'true'}\n"))).unwrap_err();
+        assert_eq!(e.field.unwrap().path, "spec.failOnWarnings", "{name}");
+        let e = parse(Some(&configmap(", failOnWarnings: maybe"))).unwrap_err();
+        assert_eq!(e.field.unwrap().path, "data.failOnWarnings", "{name}");
+        // The schema says what the field is: a boolean, false by default, documented.
+        let schema = schema::spec_schema(kind);
+        let field = &schema["properties"]["failOnWarnings"];
+        assert_eq!(field["type"], "boolean", "{name}: {field}");
+        assert_eq!(field["default"], false, "{name}: {field}");
+        assert!(
+            field["description"]
+                .as_str()
+                .is_some_and(|d| d.contains("promotedFrom: warning")),
+            "{name}: {field}"
+        );
+        let last = schema["properties"].as_object().unwrap().keys().next_back();
+        assert_eq!(last.map(String::as_str), Some("failOnWarnings"), "{name}");
+    }
+}

@@ -56,6 +56,15 @@ impl Outcome {
     pub fn push(&mut self, result: KrmResult) {
         self.results.push(result);
     }
+    /// `failOnWarnings`: reports every warning as an error (see [`KrmResult::promote_warning`]).
+    /// Returns how many there were.
+    pub fn promote_warnings(&mut self) -> usize {
+        self.results
+            .iter_mut()
+            .map(KrmResult::promote_warning)
+            .filter(|promoted| *promoted)
+            .count()
+    }
 }
 
 /// One key of a [`PatchOp`] path: borrowed for the fixed keys (`metadata`, `labels`), owned for

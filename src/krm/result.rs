@@ -88,6 +88,9 @@ fn default_severity() -> Severity {
     Severity::Error
 }
 
+/// The tag of a warning that `failOnWarnings` reported as an error: `promotedFrom: warning`.
+pub const PROMOTED_FROM: (&str, &str) = ("promotedFrom", "warning");
+
 impl KrmResult {
     /// A result with only a message and a severity.
     pub fn new(severity: Severity, message: impl Into<String>) -> Self {
@@ -163,6 +166,29 @@ impl KrmResult {
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
+    /// True for `severity: warning`.
+    pub fn is_warning(&self) -> bool {
+        self.severity == Severity::Warning
+    }
+    /// `failOnWarnings`: a warning becomes an error with the same message, tagged
+    /// [`PROMOTED_FROM`]. Returns whether it was a warning.
+    pub fn promote_warning(&mut self) -> bool {
+        if !self.is_warning() {
+            return false;
+        }
+        self.severity = Severity::Error;
+        self.tags
+            .insert(PROMOTED_FROM.0.into(), PROMOTED_FROM.1.into());
+        true
+    }
+    /// True for an error that `failOnWarnings` made of a warning.
+    pub fn is_promoted(&self) -> bool {
+        self.is_error()
+            && self
+                .tags
+                .get(PROMOTED_FROM.0)
+                .is_some_and(|v| v == PROMOTED_FROM.1)
+    }
 }
 
 impl std::fmt::Display for KrmResult {
@@ -210,6 +236,23 @@ mod tests {
             "message: bad\nseverity: error\nresourceRef:\n  apiVersion: v1\n  kind: ConfigMap\n  name: a\n  namespace: n\nfield:\n  path: data.x\n  currentValue: 3\n  proposedValue: '4'\nfile:\n  path: a.yaml\n  index: 0\ntags:\n  mode: test\n"
         );
         assert_eq!(r.to_string(), "[error] v1/ConfigMap n/a data.x: bad");
+    }
+
+    #[test]
+    fn only_warnings_are_promoted_and_keep_their_message() {
+        let mut w = KrmResult::warning("look").tag("check", "x");
+        assert!(w.promote_warning());
+        assert!(w.is_error() && w.is_promoted());
+        assert_eq!(w.message, "look");
+        assert_eq!(w.tags["promotedFrom"], "warning");
+        assert_eq!(w.tags["check"], "x");
+        assert!(!w.promote_warning(), "an error is not promoted again");
+        for mut r in [KrmResult::info("i"), KrmResult::error("e")] {
+            let before = r.clone();
+            assert!(!r.promote_warning());
+            assert_eq!(r, before);
+            assert!(!r.is_promoted());
+        }
     }
 
     #[test]

@@ -73,6 +73,18 @@ impl From<Outcome> for Ran {
     }
 }
 
+/// What a mode reports when its outcome has an error (the engine then applies nothing): the
+/// infos that describe edits are dropped, errors and warnings kept, and one info says so.
+pub(crate) fn nothing_changed(outcome: &mut Outcome) {
+    outcome
+        .results
+        .retain(|r| r.severity != crate::krm::Severity::Info);
+    outcome.results.push(
+        KrmResult::info("nothing was changed: fix the errors above and run again")
+            .tag("check", "outcome"),
+    );
+}
+
 /// Runs the mode selected by the configuration on items that are all in memory.
 pub fn run(config: &FunctionConfig, items: &[Value], function_config: Option<&Value>) -> Outcome {
     run_observed(config, items, function_config, Observer::KeepAll).outcome

@@ -113,3 +113,19 @@ fn cilium_lb_ipam_not_owning_classless_services_is_an_error() {
         "spec.values.defaultLBServiceIPAM",
     );
 }
+
+/// Cilium 1.14's pool CRD has only `spec.cidrs`: the emitted `blocks` would be invalid there, so
+/// the cutover needs 1.15.
+#[test]
+fn cilium_1_14_is_refused() {
+    let config = fc_strict("").replace("1.18.4", "1.14.19");
+    let out = run(&[POOL, ADV], &config);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        messages(&out, "error")
+            .iter()
+            .any(|m| m.contains("Cilium 1.14.19 cannot take over") && m.contains("1.15")),
+        "{}",
+        out.stderr
+    );
+}

@@ -13,7 +13,6 @@ fn emitted_objects_validate_against_upstream_crds_and_k8s_openapi() {
         "announcer-cozystack-cutover",
         "announcer-avoid-buggy-22",
         "announcer-sharing-cross-namespace",
-        "announcer-etp-local",
         "announcer-kubeovn-devices",
         "announcer-cozystack-packages",
         "announcer-values-annotations",

@@ -46,7 +46,8 @@ fn check(version: &str, proto_diff: Option<bool>, members: &[String], expect: Ex
     let release = cilium(version, proto_diff);
     let mut items: Vec<&str> = vec![POOL, ADV, METALLB_STOPPED, release.as_str()];
     items.extend(members.iter().map(String::as_str));
-    let config = "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata:\n  name: a\nspec:\n  announcer: cilium\n  phase: cutover\n";
+    // Local members change announcing nodes (accepted: the rules are the subject here).
+    let config = "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata:\n  name: a\nspec:\n  announcer: cilium\n  phase: cutover\n  acceptLocalTrafficPolicyChange: true\n";
     let out = run(&items, config);
     let case = format!("Cilium {version}, protocolDifferentiation {proto_diff:?}");
     match expect {
@@ -85,7 +86,6 @@ fn check(version: &str, proto_diff: Option<bool>, members: &[String], expect: Ex
 #[test]
 fn sharing_keys_from_1_15() {
     let members = pair("dns", "TCP", "TCP", 853);
-    check("1.14.19", None, &members, Expect::Split("sharing-key"));
     check("1.15.19", None, &members, Expect::Proof);
 }
 
@@ -169,7 +169,7 @@ fn permit_annotations_are_written_on_every_member() {
         &local(&a),
         &local(&b),
     ];
-    let config = "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata:\n  name: a\nspec:\n  announcer: cilium\n";
+    let config = "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata:\n  name: a\nspec:\n  announcer: cilium\n  acceptLocalTrafficPolicyChange: true\n";
     let out = run(&items, config);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let services: Vec<Value> = output_items(&out)
@@ -206,7 +206,8 @@ fn cross_namespace_lists(members: &[String]) -> (Run, Vec<String>) {
     let release = cilium("1.18.4", None);
     let mut items: Vec<&str> = vec![POOL, ADV, METALLB_STOPPED, release.as_str()];
     items.extend(members.iter().map(String::as_str));
-    let config = "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata:\n  name: a\nspec:\n  announcer: cilium\n  phase: cutover\n";
+    // Local members change announcing nodes (accepted: the rules are the subject here).
+    let config = "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata:\n  name: a\nspec:\n  announcer: cilium\n  phase: cutover\n  acceptLocalTrafficPolicyChange: true\n";
     let out = run(&items, config);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let lists = output_items(&out)
@@ -266,7 +267,7 @@ fn a_namespace_that_is_not_a_dns_label_is_an_error() {
     let release = cilium("1.18.4", None);
     let mut items: Vec<&str> = vec![POOL, ADV, METALLB_STOPPED, release.as_str()];
     items.extend(members.iter().map(String::as_str));
-    let config = "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata:\n  name: a\nspec:\n  announcer: cilium\n";
+    let config = "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata:\n  name: a\nspec:\n  announcer: cilium\n  acceptLocalTrafficPolicyChange: true\n";
     let out = run(&items, config);
     let error = assert_error(&out, &items, "Service", "dns-b", "metadata.namespace");
     assert!(

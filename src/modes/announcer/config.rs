@@ -12,6 +12,7 @@ use crate::config::types::Duration;
 pub const DEFAULT_POOL_LABEL: &str = "cutover.dev/address-pool";
 
 /// Configuration of the load-balancer announcer cutover mode. Every field is optional.
+/// `failOnWarnings` makes the warnings of a cutover phase errors; a plan never fails on them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct LoadBalancerAnnouncerSpec {
@@ -41,6 +42,14 @@ pub struct LoadBalancerAnnouncerSpec {
     /// every Service against the pools seen so far, so with several pools and no Cilium pool in
     /// the cluster yet, the phase that creates them is refused without this.
     pub cilium_operator_stopped: bool,
+    /// `true`: every warning of an `announcer: cilium` run is reported as an error (same message,
+    /// tagged `promotedFrom: warning`), so the run exits 1 and no item is changed; for pipelines
+    /// where nobody reads warnings (they also go to stderr). A plan (`announcer: metallb`, set or
+    /// from the platform values) still exits 0 and says in an info that the field did not apply:
+    /// the plan is what runs while the platform stays on MetalLB, and a config written for the
+    /// cutover must not fail every render of a platform nobody has started to move (why the plan
+    /// reports its errors as warnings tagged `planSeverity: error`: gate a review on that tag).
+    pub fail_on_warnings: bool,
 }
 
 impl Default for LoadBalancerAnnouncerSpec {
@@ -53,6 +62,7 @@ impl Default for LoadBalancerAnnouncerSpec {
             lease_renew_deadline: None,
             accept_local_traffic_policy_change: false,
             cilium_operator_stopped: false,
+            fail_on_warnings: false,
         }
     }
 }

@@ -41,7 +41,9 @@ fn describe(set: &BTreeSet<Announcement>) -> String {
             } else if *nodes == format!("{{{excluded}}}") {
                 format!("all nodes but the excluded ones on {ifs}")
             } else {
-                let nodes = nodes.replace(&format!(",{excluded}"), "").replace(&format!("{excluded},"), "");
+                let nodes = nodes
+                    .replace(&format!(",{excluded}"), "")
+                    .replace(&format!("{excluded},"), "");
                 format!("nodes {nodes} but the excluded ones on {ifs}")
             }
         })
@@ -526,10 +528,19 @@ impl<'a> Proof<'a> {
         };
         let mut others = Vec::new();
         let counts = [
-            (self.unknown, "with an unknown IP (no status, no observed state) allocate from the same pools and are announced the same way, their IPs unproven"),
+            (
+                self.unknown,
+                "with an unknown IP (no status, no observed state) allocate from the same pools and are announced the same way, their IPs unproven",
+            ),
             (self.no_ip, "without an IP yet allocate from the same pools"),
-            (self.local, "with externalTrafficPolicy: Local keep their IP and pool, their announcing nodes change"),
-            (self.unannounced, "are announced by nobody, before and after"),
+            (
+                self.local,
+                "with externalTrafficPolicy: Local keep their IP and pool, their announcing nodes change",
+            ),
+            (
+                self.unannounced,
+                "are announced by nobody, before and after",
+            ),
             (self.failed, "fail (errors above)"),
         ];
         for (n, what) in counts {
@@ -552,9 +563,14 @@ impl<'a> Proof<'a> {
                 self.ok, self.checked
             ))
             .tag("check", "coverage")
-            .tag("kept", self.ok.to_string())
+            // The counts, for tools and for the test that every Service not kept is accounted for.
             .tag("checked", self.checked.to_string())
-            .tag("unknown", self.unknown.to_string()),
+            .tag("kept", self.ok.to_string())
+            .tag("unknown", self.unknown.to_string())
+            .tag("noIp", self.no_ip.to_string())
+            .tag("local", self.local.to_string())
+            .tag("unannounced", self.unannounced.to_string())
+            .tag("failed", self.failed.to_string()),
         );
         self.results
     }

@@ -36,7 +36,7 @@ pub use inputs::{Reader, read};
 use serde_yaml::Value;
 
 use super::Ran;
-use crate::krm::{KrmObject, KrmResult, Outcome, Severity};
+use crate::krm::{KrmObject, KrmResult, Outcome};
 use cutover::Cutover;
 use inventory::Inventory;
 use report::as_plan;
@@ -51,9 +51,9 @@ pub fn run(
 }
 
 /// Runs the mode on items already read (by a [`Reader`] while they were parsed: the Services'
-/// trees may be gone from `items`). In plan mode the findings also go to stderr, one line each:
-/// under `kubectl kustomize` and other orchestrators that do not show results a plan would
-/// otherwise be silent.
+/// trees may be gone from `items`). In plan mode the summaries also go to stderr, one line each,
+/// beside the warnings the engine writes there: under `kubectl kustomize` and other
+/// orchestrators that do not show results a plan would otherwise be silent.
 pub fn run_read(
     spec: &LoadBalancerAnnouncerSpec,
     items: &[Value],
@@ -125,15 +125,25 @@ fn run_inventory(
             .or_insert_with(|| "announcer-switch".into());
     }
     outcome.results.splice(0..0, switch_errors);
-    // Plan mode has downgraded its own errors, so only cilium-mode or switch errors remain here.
+    if spec.fail_on_warnings {
+        if announcer == Announcer::Cilium {
+            outcome.promote_warnings();
+        } else if outcome.results.iter().any(KrmResult::is_warning) {
+            // A summary line of the plan: also on stderr.
+            outcome.results.push(
+                KrmResult::info(
+                    "plan: failOnWarnings does not apply to a plan (announcer metallb): its warnings stay \
+                     warnings; those tagged planSeverity: error are what blocks the cutover",
+                )
+                .tag("check", "plan")
+                .tag("plan", "true"),
+            );
+        }
+    }
+    // Plan mode has downgraded its own errors, so only cilium-mode, promoted or switch errors
+    // remain here.
     if outcome.has_errors() {
-        // The engine applies nothing when there is an error: drop the infos that describe
-        // edits, keep errors and warnings, and say so once.
-        outcome.results.retain(|r| r.severity != Severity::Info);
-        outcome.results.push(
-            KrmResult::info("nothing was changed: fix the errors above and run again")
-                .tag("check", "outcome"),
-        );
+        super::nothing_changed(&mut outcome);
     }
     outcome
 }

@@ -209,7 +209,11 @@ pub fn wrap(list: &Value, name: &str) -> Result<Value, String> {
     let items = match (list.kind(), list.get("items")) {
         ("List", Some(Value::Sequence(items))) => items,
         ("List", _) => return Err("the List has no items".into()),
-        (kind, _) => return Err(format!("expected a List (kubectl get … -o yaml), got {kind:?}")),
+        (kind, _) => {
+            return Err(format!(
+                "expected a List (kubectl get … -o yaml), got {kind:?}"
+            ));
+        }
     };
     let mut kept = Vec::new();
     for item in items {
@@ -298,7 +302,9 @@ items:
         let mut results = Vec::new();
         Observed::read(
             0,
-            &yaml("{apiVersion: fn.cutover.dev/v1alpha1, kind: ObservedState, metadata: {name: x}}"),
+            &yaml(
+                "{apiVersion: fn.cutover.dev/v1alpha1, kind: ObservedState, metadata: {name: x}}",
+            ),
             &mut results,
         );
         assert_eq!(results.len(), 1);

@@ -122,7 +122,11 @@ pub fn policies(
             ad.spec
                 .node_selectors
                 .iter()
-                .map(|s| Some(selector::announcing_nodes(Some(&selector::normalized(s.clone())))))
+                .map(|s| {
+                    Some(selector::announcing_nodes(Some(&selector::normalized(
+                        s.clone(),
+                    ))))
+                })
                 .collect()
         };
         if ad.spec.preferred_node_selectors.is_some() {

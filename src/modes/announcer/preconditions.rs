@@ -51,10 +51,14 @@ impl Cutover<'_> {
             if live.generated || in_items {
                 continue;
             }
-            let r = KrmResult::error(foreign_message(&live.kind, &live.name, "exists in the cluster"))
-                .about(&items[observed.index])
-                .field("items")
-                .tag("check", "transitions");
+            let r = KrmResult::error(foreign_message(
+                &live.kind,
+                &live.name,
+                "exists in the cluster",
+            ))
+            .about(&items[observed.index])
+            .field("items")
+            .tag("check", "transitions");
             self.results.push(r);
         }
     }

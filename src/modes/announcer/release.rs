@@ -200,13 +200,14 @@ impl Cutover<'_> {
             .collect();
         let Some(release) = self.inv.cilium.first() else {
             // No resourceRef: the same warning must read the same whichever config form is used.
+            let renew = self.renew_secs();
             self.results.push(KrmResult::warning(format!(
                 "no Cilium HelmRelease, cozystack Package or HelmChart among the items: set these Cilium values \
-                 yourself before phase cutover: kubeProxyReplacement=true, l2announcements.enabled=true, \
-                 k8sClientRateLimit.qps>={} and burst>={} ({services} LoadBalancer Services, one lease each), \
-                 and devices covering the announced interfaces",
-                version.default_rate_limit().0 + (services as u64).div_ceil(self.renew_secs()),
-                2 * (version.default_rate_limit().0 + (services as u64).div_ceil(self.renew_secs()))
+                 yourself before phase cutover: kubeProxyReplacement: true, l2announcements.enabled: true, \
+                 {} (higher is fine: {services} LoadBalancer Service lease(s) renewed every {renew}s, on top of \
+                 the agent's {} qps), and devices covering the announced interfaces",
+                values::RateLimit::needed(version, services, renew),
+                version.default_rate_limit().0
             )));
             return;
         };

@@ -60,14 +60,15 @@ pub(super) fn as_plan(outcome: Outcome) -> Outcome {
     }
 }
 
-/// The lines plan mode also writes to stderr: every warning (findings, and errors downgraded for
-/// the plan) and every result about no object in particular (summaries), one line each.
+/// The lines plan mode adds to stderr: its summaries (the infos about no object in particular),
+/// one line each. Its warnings (findings, and errors downgraded for the plan) are written there
+/// by the engine, as every mode's are.
 pub(super) fn plan_lines(outcome: &Outcome) -> Vec<String> {
     outcome
         .results
         .iter()
         .filter(|r| r.tags.get("plan").is_some_and(|p| p == "true"))
-        .filter(|r| r.severity != Severity::Info || r.resource_ref.is_none())
+        .filter(|r| r.severity == Severity::Info && r.resource_ref.is_none())
         .map(|r| format!("cutover: {r}"))
         .collect()
 }

@@ -100,12 +100,17 @@ fn service_ips(
     let (requested, field) = match metallb_annotation_key(svc, "loadBalancerIPs") {
         Some((key, text)) => (Some(split_ips(text)), format!("metadata.annotations.{key}")),
         None => match svc.kept_annotation(keys.ips) {
-            Some(text) => (Some(split_ips(text)), format!("metadata.annotations.{}", keys.ips)),
+            Some(text) => (
+                Some(split_ips(text)),
+                format!("metadata.annotations.{}", keys.ips),
+            ),
             None => (None, String::new()),
         },
     };
     let live: Option<Vec<String>> = match &inv.observed {
-        Some(o) => o.service_ips(svc.namespace(), svc.name()).map(<[String]>::to_vec),
+        Some(o) => o
+            .service_ips(svc.namespace(), svc.name())
+            .map(<[String]>::to_vec),
         None => None,
     }
     .or_else(|| svc.has_status().then(|| svc.ingress_ips()));
@@ -163,10 +168,12 @@ fn service_ips(
 
 /// A MetalLB annotation by suffix with the key found (current prefix first).
 fn metallb_annotation_key<'a>(svc: &'a LbService, suffix: &str) -> Option<(String, &'a str)> {
-    [METALLB_PREFIX, METALLB_OLD_PREFIX].iter().find_map(|prefix| {
-        let key = format!("{prefix}{suffix}");
-        svc.kept_annotation(&key).map(|v| (key, v))
-    })
+    [METALLB_PREFIX, METALLB_OLD_PREFIX]
+        .iter()
+        .find_map(|prefix| {
+            let key = format!("{prefix}{suffix}");
+            svc.kept_annotation(&key).map(|v| (key, v))
+        })
 }
 
 /// A small string map kept as a vector sorted by key: a plan sets one to four annotations, and

@@ -185,6 +185,40 @@ fn renew_from_values(v: Option<&Value>) -> Option<u64> {
         .map(|d| d.as_secs_ceil().max(1))
 }
 
+/// The `k8sClientRateLimit` Cilium's L2 announcements need for `services` leases renewed every
+/// `renew_secs`, as values a person can set: `qps` is the chart default plus one renewal per
+/// Service per renew deadline (the agent's own traffic taken as the chart default), `burst`
+/// twice that, so never below `qps`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    /// `k8sClientRateLimit.qps`.
+    pub qps: u64,
+    /// `k8sClientRateLimit.burst`.
+    pub burst: u64,
+}
+
+impl RateLimit {
+    /// What `services` leases renewed every `renew_secs` need on `version`.
+    pub fn needed(version: &CiliumVersion, services: usize, renew_secs: u64) -> RateLimit {
+        let qps = version.default_rate_limit().0 + (services as u64).div_ceil(renew_secs.max(1));
+        RateLimit {
+            qps,
+            burst: 2 * qps,
+        }
+    }
+}
+
+impl std::fmt::Display for RateLimit {
+    /// `k8sClientRateLimit.qps: 11, k8sClientRateLimit.burst: 22`: the Helm values to set.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "k8sClientRateLimit.qps: {}, k8sClientRateLimit.burst: {}",
+            self.qps, self.burst
+        )
+    }
+}
+
 /// Checks and edits the Cilium release: KPR required, L2 announcements on, rate limit sized for
 /// `services` leases.
 pub fn cilium(
@@ -303,34 +337,36 @@ pub fn cilium(
     let rl = scoped.get("k8sClientRateLimit");
     let qps = as_u64(rl.and_then(|r| r.get("qps"))).unwrap_or(default_qps);
     let burst = as_u64(rl.and_then(|r| r.get("burst"))).unwrap_or(default_burst);
-    // One lease per Service, renewed every leaseRenewDeadline, on top of the agent's own traffic
-    // (taken as the chart default).
-    let needed = default_qps + (services as u64).div_ceil(renew);
-    if qps < needed {
-        let new_burst = burst.max(needed * 2);
+    let needed = RateLimit::needed(version, services, renew);
+    if qps < needed.qps {
+        // A larger burst already set is kept.
+        let set = RateLimit {
+            qps: needed.qps,
+            burst: burst.max(needed.burst),
+        };
         helm::set(
             &mut edited,
             hv,
             &["k8sClientRateLimit", "qps"],
-            Value::from(needed),
+            Value::from(set.qps),
         );
         helm::set(
             &mut edited,
             hv,
             &["k8sClientRateLimit", "burst"],
-            Value::from(new_burst),
+            Value::from(set.burst),
         );
         changed = true;
         out.results.push(
             KrmResult::info(format!(
-                "k8sClientRateLimit raised: {services} LoadBalancer Service lease(s) renewed every {renew}s need \
-                 {} qps on top of the agent's {default_qps}",
-                needed - default_qps
+                "k8sClientRateLimit raised ({set}): {services} LoadBalancer Service lease(s) renewed every \
+                 {renew}s need {} qps on top of the agent's {default_qps}",
+                set.qps - default_qps
             ))
             .about(item)
             .field(field("k8sClientRateLimit.qps"))
             .current(qps)
-            .proposed(needed),
+            .proposed(set.qps),
         );
     }
     if changed {
@@ -411,8 +447,64 @@ mod tests {
         assert_eq!(values["l2announcements"]["enabled"], Value::Bool(true));
         assert_eq!(values["k8sClientRateLimit"]["qps"], Value::from(13));
         assert_eq!(values["k8sClientRateLimit"]["burst"], Value::from(26));
+        assert!(
+            out.results.iter().any(|r| r.message.starts_with(
+                "k8sClientRateLimit raised (k8sClientRateLimit.qps: 13, k8sClientRateLimit.burst: 26):"
+            )),
+            "{:?}",
+            out.results
+        );
         let again = cilium(&edited, &rel, &v, 12, None);
         assert!(again.edited.is_none());
         assert!(again.results.is_empty());
+    }
+
+    /// The finding names values one can paste, and a burst kept from the values is never below
+    /// the qps written beside it.
+    #[test]
+    fn rate_limit_values_are_concrete_and_burst_is_never_below_qps() {
+        let v117 = CiliumVersion::parse("1.17.6").unwrap();
+        let v116 = CiliumVersion::parse("1.16.3").unwrap();
+        assert_eq!(
+            RateLimit::needed(&v117, 1, 5),
+            RateLimit { qps: 11, burst: 22 }
+        );
+        assert_eq!(
+            RateLimit::needed(&v116, 2, 5).to_string(),
+            "k8sClientRateLimit.qps: 6, k8sClientRateLimit.burst: 12"
+        );
+        for services in [0, 1, 7, 100, 10_000] {
+            for renew in [0, 1, 5, 60] {
+                let rl = RateLimit::needed(&v117, services, renew);
+                assert!(rl.burst >= rl.qps, "{services} {renew}: {rl:?}");
+            }
+        }
+        let item: Value = serde_yaml::from_str(
+            "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: cilium}\nspec:\n  values:\n    kubeProxyReplacement: true\n    l2announcements: {enabled: true}\n    k8sClientRateLimit: {qps: 3, burst: 2}\n",
+        )
+        .unwrap();
+        let rel = CiliumRelease {
+            index: 0,
+            values: HelmValues {
+                at: ValuesAt::Tree(vec!["spec".into(), "values".into()]),
+                prefix: Vec::new(),
+            },
+            carrier: Carrier::HelmRelease { generated_by: None },
+            chart: Chart {
+                name: "cilium".into(),
+                version: None,
+                cozystack: false,
+            },
+            kubeovn: false,
+        };
+        let out = cilium(&item, &rel, &v117, 40, None);
+        let values = &out.edited.unwrap()["spec"]["values"]["k8sClientRateLimit"];
+        assert_eq!(values["qps"], Value::from(18));
+        assert_eq!(values["burst"], Value::from(36));
+        assert_eq!(
+            out.results[0].message,
+            "k8sClientRateLimit raised (k8sClientRateLimit.qps: 18, k8sClientRateLimit.burst: 36): \
+             40 LoadBalancer Service lease(s) renewed every 5s need 8 qps on top of the agent's 10"
+        );
     }
 }

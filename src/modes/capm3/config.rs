@@ -22,6 +22,7 @@ pub const DEFAULT_MANAGEMENT_NAMESPACE: &str = "sylva-system";
 pub const DEFAULT_CLONE_POLICY: &str = "clone-os-images-info-capm3";
 
 /// Configuration of the capm3 OS-image sources mode. Every field is optional.
+/// `failOnWarnings` makes every warning an error.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Capm3OSImageSourcesSpec {
@@ -47,6 +48,10 @@ pub struct Capm3OSImageSourcesSpec {
     /// `valuesFrom`, label the workload Namespace, correct the clone policy, and emit it in a
     /// management package that lacks it.
     pub fix: bool,
+    /// `true`: every warning is reported as an error (same message, tagged
+    /// `promotedFrom: warning`), so the run exits 1 and nothing is written, not even what
+    /// `fix: true` corrects; for pipelines where nobody reads warnings (they also go to stderr).
+    pub fail_on_warnings: bool,
 }
 
 impl Default for Capm3OSImageSourcesSpec {
@@ -59,6 +64,7 @@ impl Default for Capm3OSImageSourcesSpec {
             server_output: ConfigMapRef::default(),
             clone_policy: DEFAULT_CLONE_POLICY.into(),
             fix: false,
+            fail_on_warnings: false,
         }
     }
 }

@@ -60,6 +60,9 @@ pub fn run(spec: &Capm3OSImageSourcesSpec, items: &[Value], fc: Option<&Value>) 
         out.edits.clear();
         out.results.push(e);
     }
+    if spec.fail_on_warnings {
+        out.promote_warnings();
+    }
     if out.has_errors() {
         // Nothing is written: say so on the corrections that would have been.
         for r in out

@@ -16,6 +16,7 @@ pub const DEFAULT_WAITER_IMAGE: &str =
     "registry.gitlab.com/sylva-projects/sylva-elements/container-images/kube-job:v1.2.1";
 
 /// Configuration of the MetalLB image prepull mode. Every field is optional.
+/// `failOnWarnings` makes every warning an error.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct MetalLBImagePrepullSpec {
@@ -80,6 +81,10 @@ pub struct MetalLBImagePrepullSpec {
     #[serde(rename = "path", skip_serializing)]
     #[schemars(skip)]
     pub removed_path: Option<serde::de::IgnoredAny>,
+    /// `true`: every warning is reported as an error (same message, tagged
+    /// `promotedFrom: warning`), so the run exits 1 and no item is changed; for pipelines where
+    /// nobody reads warnings (they also go to stderr).
+    pub fail_on_warnings: bool,
 }
 
 impl Default for MetalLBImagePrepullSpec {
@@ -106,6 +111,7 @@ impl Default for MetalLBImagePrepullSpec {
             run_as_user: 65534,
             removed_source_ref: None,
             removed_path: None,
+            fail_on_warnings: false,
         }
     }
 }

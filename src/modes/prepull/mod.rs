@@ -54,7 +54,12 @@ pub fn run(
     function_config: Option<&Value>,
 ) -> Outcome {
     match plan(spec, items, function_config) {
-        Ok(outcome) => outcome,
+        Ok(mut outcome) => {
+            if spec.fail_on_warnings && outcome.promote_warnings() > 0 {
+                crate::modes::nothing_changed(&mut outcome);
+            }
+            outcome
+        }
         Err(error) => Outcome {
             edits: Vec::new(),
             results: vec![error],
