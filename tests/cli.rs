@@ -578,10 +578,7 @@ fn warning_examples() -> Vec<(&'static str, Value)> {
     prepull["items"].as_sequence_mut().unwrap().push(theirs);
     vec![
         ("metallb-image-prepull", prepull),
-        (
-            "load-balancer-announcer",
-            common::example_source("announcer-etp-local"),
-        ),
+        ("load-balancer-announcer", etp_local_accepted()),
         (
             "capm3-os-image-sources",
             common::example_source("capm3-workload-healthy"),
@@ -607,7 +604,7 @@ fn warnings_of_every_mode_go_to_stderr_once() {
         assert_eq!(lines, warnings, "{mode}");
     }
     // The format, literally.
-    let run = common::run_list(&common::example_source("announcer-etp-local"));
+    let run = common::run_list(&etp_local_accepted());
     assert!(
         run.stderr.starts_with(
             "cutover: [warning] v1/Service ingress/ingress spec.externalTrafficPolicy: externalTrafficPolicy: Local: "
@@ -706,7 +703,7 @@ fn fail_on_warnings_makes_every_warning_an_error() {
 /// The ConfigMap form (`kpt fn eval -- failOnWarnings=true`) reads the key as the boolean it is.
 #[test]
 fn fail_on_warnings_in_the_configmap_form() {
-    let mut list = common::example_source("announcer-etp-local");
+    let mut list = etp_local_accepted();
     let typed = list["functionConfig"]["spec"].clone();
     let mut data = serde_yaml::Mapping::new();
     data.insert("mode".into(), "load-balancer-announcer".into());
@@ -766,4 +763,15 @@ fn fail_on_warnings_does_not_fail_a_plan() {
         "{}",
         strict.stderr
     );
+}
+
+/// `announcer-etp-local` with its `externalTrafficPolicy: Local` Service accepted: the change of
+/// announcing nodes is then a warning, not an error.
+fn etp_local_accepted() -> Value {
+    let mut list = common::example_source("announcer-etp-local");
+    list["functionConfig"]["spec"]
+        .as_mapping_mut()
+        .unwrap()
+        .insert("acceptLocalTrafficPolicyChange".into(), Value::Bool(true));
+    list
 }
