@@ -10,6 +10,9 @@ use super::inventory::{Carrier, InstallKind};
 use super::values;
 use crate::krm::{KrmObject, KrmResult, Severity};
 
+/// Flux's per-object apply policy: create the object if it is missing, never update it.
+const SSA: (&str, &str) = ("kustomize.toolkit.fluxcd.io/ssa", "IfNotPresent");
+
 /// The annotation cozystack's platform chart puts on the Packages it renders.
 const HELM_KEEP: (&str, &str) = ("helm.sh/resource-policy", "keep");
 
@@ -97,6 +100,9 @@ impl Cutover<'_> {
                         );
                         self.replace(inst.index, new);
                     }
+                    if matches!(inst.kind, InstallKind::Helm { .. }) {
+                        self.skip_reapply_of_metallb_config();
+                    }
                 }
                 Phase::Cutover => {
                     if !self.plan_mode && values::speaker_stopped(item, inst) == Some(false) {
@@ -111,6 +117,41 @@ impl Cutover<'_> {
                     }
                 }
             }
+        }
+    }
+
+    /// Phase stop-speaker with MetalLB's controller stopped: its webhook (still registered by the
+    /// chart, charts/metallb/templates/webhooks.yaml) refuses CREATE and UPDATE of pools and
+    /// advertisements, and Flux dry-runs every object of a Kustomization on each reconcile
+    /// (fluxcd/pkg `ssa` `ApplyAll`), so the unchanged MetalLB objects would fail it until phase
+    /// cutover prunes them. `kustomize.toolkit.fluxcd.io/ssa: IfNotPresent` makes Flux skip an
+    /// object that exists (`shouldSkipApply`: no dry-run, no apply) while it stays in the
+    /// inventory, so phase cutover still prunes it (DELETE is not validated).
+    fn skip_reapply_of_metallb_config(&mut self) {
+        let inv = self.inv;
+        let indices = inv
+            .pools
+            .iter()
+            .map(|p| p.index)
+            .chain(inv.adverts.iter().map(|a| a.index));
+        for index in indices {
+            let Some(item) = self.current(index) else {
+                continue;
+            };
+            if item.annotation(SSA.0) == Some(SSA.1) {
+                continue;
+            }
+            let mut item = item.clone();
+            crate::krm::object::set_annotation(&mut item, SSA.0, SSA.1);
+            self.results.push(
+                KrmResult::info(format!(
+                    "{}: Flux no longer re-applies it (MetalLB's webhook stops with its controller); phase cutover prunes it",
+                    SSA.0
+                ))
+                .about(&self.items[index])
+                .field(format!("metadata.annotations.{}", SSA.0)),
+            );
+            self.replace(index, item);
         }
     }
 
