@@ -277,8 +277,11 @@ impl<'a> Cutover<'a> {
              (IPAMRequestSatisfied), then run again with phase: stop-speaker"
                 .into()
         } else {
-            "phase stop-speaker: apply, wait until no speaker pod runs, then apply phase: cutover at once \
-             (nobody answers ARP in between)"
+            "phase stop-speaker: apply, wait until no speaker pod runs, then apply phase: cutover at once. \
+             Nobody answers ARP in between: a Linux client whose neighbour entry for an IP is stale \
+             drops its traffic 8 s after it next sends (5 s delay_first_probe_time, then 3 unicast probes \
+             1 s apart), so keep the window from this apply to Cilium's first gratuitous ARP under 5 s \
+             (runbook: the ARP-less window)"
                 .into()
         }
     }
