@@ -26,6 +26,7 @@ fn small_lb() -> Spec {
         units: 0,
         config: Config::Announcer,
         seed: 11,
+        observed: false,
     }
 }
 
@@ -372,4 +373,34 @@ fn announcer_runs_to_the_end_on_generated_platforms() {
             "{config:?}: one Cilium pool per MetalLB pool"
         );
     }
+}
+
+/// The observed presets: every Service of the platform appears in one `ObservedState` item with
+/// an IP inside a pool the Service may use, and the function names them: no unknown IP.
+#[test]
+fn observed_platform_names_every_ip() {
+    let spec = Spec {
+        observed: true,
+        ..small_lb()
+    };
+    let text = generate::generate(&spec);
+    check_platform(&text, &spec);
+    let list = io::parse(text.as_bytes()).unwrap();
+    let observed: Vec<&Value> = list
+        .items
+        .iter()
+        .filter(|i| i.kind() == "ObservedState")
+        .collect();
+    assert_eq!(observed.len(), 1);
+    let live = observed[0]["items"].as_sequence().unwrap();
+    assert_eq!(live.len(), spec.services);
+    let run = common::run_fn(text.as_bytes());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let summary = run
+        .results()
+        .into_iter()
+        .find(|r| r["tags"]["check"] == "coverage" && r["tags"].get("checked").is_some())
+        .unwrap();
+    assert_eq!(summary["tags"]["unknown"], "0", "{summary:?}");
+    assert_eq!(summary["tags"]["failed"], "0", "{summary:?}");
 }

@@ -81,6 +81,9 @@ pub struct Spec {
     pub config: Config,
     /// PRNG seed.
     pub seed: u64,
+    /// Services as they are in git (no status) plus an `ObservedState` item holding what the
+    /// cluster shows for each: the input of a proof that names the IPs it keeps.
+    pub observed: bool,
 }
 
 /// Named sizes used by the benchmarks and documented in `docs/benchmarks.md`.
@@ -91,6 +94,9 @@ pub const PRESETS: &[&str] = &[
     "lb-1k-cutover",
     "lb-10k-cutover",
     "lb-100k-cutover",
+    "lb-1k-observed",
+    "lb-10k-observed",
+    "lb-100k-observed",
     "sylva",
 ];
 
@@ -106,6 +112,7 @@ impl Spec {
             units: 0,
             config: Config::Announcer,
             seed: 7,
+            observed: false,
         }
     }
 
@@ -120,6 +127,7 @@ impl Spec {
             units: 150,
             config: Config::Prepull,
             seed: 7,
+            observed: false,
         }
     }
 
@@ -136,6 +144,10 @@ impl Spec {
                     ..base
                 })
             }
+            "lb-1k-observed" | "lb-10k-observed" | "lb-100k-observed" => Some(Spec {
+                observed: true,
+                ..Spec::preset(name.trim_end_matches("-observed"))?
+            }),
             "sylva" => Some(Spec::sylva()),
             _ => None,
         }
@@ -216,7 +228,10 @@ pub fn generate(spec: &Spec) -> String {
     if spec.config == Config::AnnouncerCutover || spec.config == Config::Announcer {
         write_releases(&mut out, spec.config == Config::AnnouncerCutover);
     }
-    write_services(&mut out, spec, &mut pools, &mut rng);
+    let live = write_services(&mut out, spec, &mut pools, &mut rng);
+    if spec.observed {
+        write_observed(&mut out, &live);
+    }
     if spec.units > 0 {
         write_units(&mut out, spec, &mut rng);
     }
@@ -234,6 +249,21 @@ pub fn generate(spec: &Spec) -> String {
         }
     }
     out
+}
+
+/// The `ObservedState` item `cutover observe` would write for these Services.
+fn write_observed(out: &mut String, live: &[(String, String, String)]) {
+    out.push_str(
+        "- apiVersion: fn.cutover.dev/v1alpha1\n  kind: ObservedState\n  metadata:\n    name: live\n    annotations:\n      config.kubernetes.io/local-config: \"true\"\n",
+    );
+    kpt_annotations(out, "      ", "observed.yaml", 0);
+    out.push_str("  items:\n");
+    for (ns, name, ip) in live {
+        let _ = write!(
+            out,
+            "  - apiVersion: v1\n    kind: Service\n    metadata:\n      name: {name}\n      namespace: {ns}\n    spec:\n      type: LoadBalancer\n    status:\n      loadBalancer:\n        ingress:\n        - ip: {ip}\n"
+        );
+    }
 }
 
 /// Appends one item given as an unindented YAML document.
@@ -260,11 +290,11 @@ fn function_config(config: Config) -> Option<String> {
         Config::None => return None,
         Config::Announcer => (
             "LoadBalancerAnnouncer",
-            "spec:\n  announcer: cilium\n  phase: prepare\n",
+            "spec:\n  announcer: cilium\n  phase: prepare\n  ciliumOperatorStopped: true\n  acceptLocalTrafficPolicyChange: true\n",
         ),
         Config::AnnouncerCutover => (
             "LoadBalancerAnnouncer",
-            "spec:\n  announcer: cilium\n  phase: cutover\n",
+            "spec:\n  announcer: cilium\n  phase: cutover\n  ciliumOperatorStopped: true\n  acceptLocalTrafficPolicyChange: true\n",
         ),
         Config::Prepull => (
             "MetalLBImagePrepull",

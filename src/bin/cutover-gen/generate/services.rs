@@ -29,7 +29,17 @@ enum Request {
     },
 }
 
-pub(super) fn write_services(out: &mut String, spec: &Spec, pools: &mut [Pool], rng: &mut Rng) {
+/// Writes the Services; with `spec.observed`, returns what the cluster would show for each:
+/// `(namespace, name, IP)`, the IP MetalLB gave it (requested, else the next free address of the
+/// pool it asks for or of the first auto-assign pool that admits it). Taking those addresses
+/// draws nothing from `rng`, so the other presets are unchanged.
+pub(super) fn write_services(
+    out: &mut String,
+    spec: &Spec,
+    pools: &mut [Pool],
+    rng: &mut Rng,
+) -> Vec<(String, String, String)> {
+    let mut live = Vec::new();
     let mut written = 0;
     for j in 0..spec.namespaces {
         // Contiguous blocks: namespace j gets Services [j*n/ns, (j+1)*n/ns).
@@ -55,6 +65,13 @@ pub(super) fn write_services(out: &mut String, spec: &Spec, pools: &mut [Pool], 
                     None
                 };
                 let dns = size == 2 && rng.chance(25);
+                let group_ip = match (&ip, spec.observed) {
+                    (Some(ip), true) => Some(ip.clone()),
+                    (None, true) => {
+                        first_free(pools, if auto.is_empty() { &eligible } else { &auto })
+                    }
+                    _ => None,
+                };
                 for member in 0..size {
                     let request = Request::Shared {
                         key: key.clone(),
@@ -63,6 +80,9 @@ pub(super) fn write_services(out: &mut String, spec: &Spec, pools: &mut [Pool], 
                         dns,
                     };
                     write_service(out, &ns, &path, index, written, &request, pools, rng);
+                    if let Some(ip) = &group_ip {
+                        live.push((ns.clone(), service_name(written), ip.clone()));
+                    }
                     index += 1;
                     written += 1;
                 }
@@ -82,11 +102,31 @@ pub(super) fn write_services(out: &mut String, spec: &Spec, pools: &mut [Pool], 
             } else {
                 Request::Auto
             };
+            if spec.observed {
+                let ip = match &request {
+                    Request::Ip(ip, _) => Some(ip.clone()),
+                    Request::Pool(p) => pools[*p].take(*p),
+                    _ => first_free(pools, &auto),
+                };
+                if let Some(ip) = ip {
+                    live.push((ns.clone(), service_name(written), ip));
+                }
+            }
             write_service(out, &ns, &path, index, written, &request, pools, rng);
             index += 1;
             written += 1;
         }
     }
+    live
+}
+
+/// The next free address of the first of `candidates` that has one.
+fn first_free(pools: &mut [Pool], candidates: &[usize]) -> Option<String> {
+    candidates.iter().find_map(|&p| pools[p].take(p))
+}
+
+fn service_name(serial: usize) -> String {
+    format!("{}-{serial:06}", APPS[serial % APPS.len()])
 }
 
 fn take_ip(pools: &mut [Pool], eligible: &[usize], rng: &mut Rng) -> Option<String> {
@@ -109,7 +149,7 @@ fn write_service(
     rng: &mut Rng,
 ) {
     let app = APPS[serial % APPS.len()];
-    let name = format!("{app}-{serial:06}");
+    let name = service_name(serial);
     let prefix = if rng.chance(5) {
         "metallb.universe.tf"
     } else {
