@@ -60,6 +60,7 @@ fn platform(services: usize, config: Config, seed: u64) -> String {
         units: 0,
         config,
         seed,
+        observed: false,
     })
 }
 

@@ -56,6 +56,7 @@ pub fn generated(setup: Setup, rng: &mut Rng) -> Base {
             units: 8 + rng.below(5),
             config: Config::Prepull,
             seed,
+            observed: false,
         },
         _ => {
             let pools = 2 + rng.below(5);
@@ -71,6 +72,7 @@ pub fn generated(setup: Setup, rng: &mut Rng) -> Base {
                     Config::Announcer
                 },
                 seed,
+                observed: false,
             }
         }
     };
