@@ -392,7 +392,7 @@ fn observed_platform_names_every_ip() {
         .filter(|i| i.kind() == "ObservedState")
         .collect();
     assert_eq!(observed.len(), 1);
-    let live = observed[0]["items"].as_sequence().unwrap();
+    let live = observed[0]["services"].as_mapping().unwrap();
     assert_eq!(live.len(), spec.services);
     let run = common::run_fn(text.as_bytes());
     assert_eq!(run.code, 0, "{}", run.stderr);

@@ -213,7 +213,7 @@ fn cilium_objects_cutover_did_not_make_are_refused() {
     );
     let items = [POOL, ADV, s.as_str(), state.as_str()];
     let out = run(&items, &fc(""));
-    let e = assert_error(&out, &items, "ObservedState", "live", "items");
+    let e = assert_error(&out, &items, "ObservedState", "live", "ciliumL2Policies");
     let message = e["message"].as_str().unwrap();
     assert!(
         message.contains("CiliumL2AnnouncementPolicy everything"),
@@ -294,7 +294,13 @@ fn cutover_refuses_while_the_observed_state_shows_speaker_pods() {
     );
     let items = [POOL, ADV, METALLB_STOPPED, s.as_str(), state.as_str()];
     let out = run(&items, &fc(CUTOVER));
-    let e = assert_error(&out, &items, "ObservedState", "live", "items");
+    let e = assert_error(
+        &out,
+        &items,
+        "ObservedState",
+        "live",
+        "metallb.speakerNodes",
+    );
     assert!(e["message"].as_str().unwrap().contains("w1"));
 }
 
@@ -371,14 +377,14 @@ fn observed_state_walkthrough_with_kpt() {
         "{results:?}"
     );
     assert!(!diff_and_commit(&dir).is_empty());
-    // Applied: the pool is live now.
+    // Applied: the pool is live now (exported again, as an operator would).
     let observed_path = dir.join("observed.yaml");
-    let text = std::fs::read_to_string(&observed_path).unwrap();
-    let with_pool = text.replace(
-        "items:\n",
-        "items:\n- apiVersion: cilium.io/v2\n  kind: CiliumLoadBalancerIPPool\n  metadata:\n    name: public\n    labels:\n      app.kubernetes.io/managed-by: cutover\n",
-    );
-    std::fs::write(&observed_path, &with_pool).unwrap();
+    let mut state: Value =
+        serde_yaml::from_str(&std::fs::read_to_string(&observed_path).unwrap()).unwrap();
+    state["ciliumPools"] =
+        serde_yaml::from_str("[{name: public, generatedByCutover: true, conflicting: false}]")
+            .unwrap();
+    std::fs::write(&observed_path, serde_yaml::to_string(&state).unwrap()).unwrap();
     diff_and_commit(&dir);
     let (run, results) = phase("stop-speaker");
     assert_eq!(run.code, 0, "{results:?}");
@@ -392,11 +398,8 @@ fn observed_state_walkthrough_with_kpt() {
         "{results:?}"
     );
     // Exported again once they are gone.
-    let mut state: Value = serde_yaml::from_str(&with_pool).unwrap();
-    state["items"]
-        .as_sequence_mut()
-        .unwrap()
-        .retain(|i| i["kind"] != "Pod");
+    state["metallb"]["speakerNodes"] = Value::Sequence(Vec::new());
+    state["metallb"]["controllerPods"] = 0.into();
     std::fs::write(&observed_path, serde_yaml::to_string(&state).unwrap()).unwrap();
     diff_and_commit(&dir);
     let (run, results) = phase("cutover");

@@ -30,6 +30,8 @@ pub fn decode<T: DeserializeOwned>(
         let path = e.path().to_string();
         let field = if path == "." || path.is_empty() {
             prefix.to_owned()
+        } else if prefix.is_empty() {
+            path
         } else {
             format!("{prefix}.{path}")
         };

@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde::Deserialize;
 use serde_yaml::{Mapping, Value};
 
 use super::inventory::{CILIUM_GROUP, MANAGED_BY};
@@ -63,97 +64,131 @@ pub struct Observed {
     pub controller_pods: usize,
 }
 
+/// The item's fields (see [`wrap`] for what each holds). A digest rather than the live objects
+/// themselves: a platform's export is thousands of Services, and a few bytes a Service keep the
+/// package's diff readable and the function's parse cheap.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+struct Digest {
+    /// `<namespace>/<name>` → its IPs, comma-separated (empty: no IP yet).
+    services: BTreeMap<String, String>,
+    /// Node name → what MetalLB's speaker judges.
+    nodes: BTreeMap<String, NodeDigest>,
+    cilium_pools: Vec<CiliumDigest>,
+    cilium_l2_policies: Vec<CiliumDigest>,
+    metallb: MetallbDigest,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+struct NodeDigest {
+    exclude_from_external_load_balancers: bool,
+    network_unavailable: bool,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+struct CiliumDigest {
+    name: String,
+    generated_by_cutover: bool,
+    conflicting: bool,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+struct MetallbDigest {
+    speaker_nodes: Vec<String>,
+    controller_pods: usize,
+}
+
+/// The fields of the item besides `apiVersion`, `kind` and `metadata`.
+const DIGEST_FIELDS: &[&str] = &[
+    "services",
+    "nodes",
+    "ciliumPools",
+    "ciliumL2Policies",
+    "metallb",
+];
+
 impl Observed {
-    /// Reads an `ObservedState` item. Items of other kinds inside it are ignored; an item that
-    /// is not a mapping is an error naming its index.
+    /// Reads an `ObservedState` item; a field that does not read is an error naming its path.
     pub fn read(index: usize, item: &Value, results: &mut Vec<KrmResult>) -> Observed {
         let mut out = Observed {
             index,
             ..Observed::default()
         };
-        let Some(list) = item.get("items").and_then(Value::as_sequence) else {
-            results.push(
-                KrmResult::error("ObservedState has no items list: write it with cutover observe")
-                    .about(item)
-                    .field("items"),
-            );
-            return out;
-        };
-        for (i, live) in list.iter().enumerate() {
-            if !live.is_mapping() {
-                results.push(
-                    KrmResult::error("not an object")
+        let mut fields = Mapping::new();
+        for (k, v) in item.as_mapping().into_iter().flatten() {
+            match k.as_str() {
+                Some("apiVersion" | "kind" | "metadata") => {}
+                Some(key) if DIGEST_FIELDS.contains(&key) => {
+                    fields.insert(k.clone(), v.clone());
+                }
+                _ => {
+                    let key = k.as_str().unwrap_or("?");
+                    results.push(
+                        KrmResult::error(format!(
+                            "unknown field {key:?}: an ObservedState has {} (write it with cutover observe)",
+                            DIGEST_FIELDS.join(", ")
+                        ))
                         .about(item)
-                        .field(format!("items[{i}]")),
+                        .field(key),
+                    );
+                    return out;
+                }
+            }
+        }
+        let digest: Digest = match super::inputs::decode(item, &Value::Mapping(fields), "") {
+            Ok(d) => d,
+            Err(e) => {
+                results.push(e);
+                return out;
+            }
+        };
+        for (key, ips) in digest.services {
+            let Some((ns, name)) = key.split_once('/') else {
+                results.push(
+                    KrmResult::error("a Service key is <namespace>/<name>")
+                        .about(item)
+                        .field(format!("services.{key}")),
                 );
                 continue;
-            }
-            out.observe(live);
+            };
+            let ips = ips
+                .split(',')
+                .map(str::trim)
+                .filter(|ip| !ip.is_empty())
+                .map(str::to_owned)
+                .collect();
+            out.services.insert((ns.to_owned(), name.to_owned()), ips);
         }
-        out
-    }
-
-    fn observe(&mut self, live: &Value) {
-        match (live.group(), live.kind()) {
-            ("", "Service") => {
-                if str_at(live, &["spec", "type"]) != Some("LoadBalancer") {
-                    return;
-                }
-                let ns = live.namespace().unwrap_or("default").to_owned();
-                let ips = at(live, &["status", "loadBalancer", "ingress"])
-                    .and_then(Value::as_sequence)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|i| i.get("ip").and_then(Value::as_str))
-                    .map(str::to_owned)
-                    .collect();
-                self.services.insert((ns, live.name().to_owned()), ips);
-            }
-            ("", "Node") => self.nodes.push(LiveNode {
-                name: live.name().to_owned(),
-                excluded: live.label(EXCLUDE_LB_LABEL).is_some(),
-                network_unavailable: condition_true(live, "NetworkUnavailable"),
-            }),
-            (CILIUM_GROUP, kind @ ("CiliumLoadBalancerIPPool" | "CiliumL2AnnouncementPolicy")) => {
-                self.cilium.push(LiveCiliumObject {
+        out.nodes = digest
+            .nodes
+            .into_iter()
+            .map(|(name, n)| LiveNode {
+                name,
+                excluded: n.exclude_from_external_load_balancers,
+                network_unavailable: n.network_unavailable,
+            })
+            .collect();
+        let cilium = |kind: &str, list: Vec<CiliumDigest>| -> Vec<LiveCiliumObject> {
+            list.into_iter()
+                .map(|c| LiveCiliumObject {
                     kind: kind.to_owned(),
-                    name: live.name().to_owned(),
-                    generated: live.label(MANAGED_BY.0) == Some(MANAGED_BY.1),
-                    conflicting: condition_true(live, "cilium.io/PoolConflict"),
+                    name: c.name,
+                    generated: c.generated_by_cutover,
+                    conflicting: c.conflicting,
                 })
-            }
-            ("", "Pod") => self.observe_pod(live),
-            _ => {}
-        }
-    }
-
-    /// MetalLB's pods (chart labels `app.kubernetes.io/name: metallb` and
-    /// `app.kubernetes.io/component`, or the manifests' `app: metallb` and `component`).
-    fn observe_pod(&mut self, pod: &Value) {
-        let name = pod
-            .label("app.kubernetes.io/name")
-            .or_else(|| pod.label("app"));
-        if name != Some("metallb") {
-            return;
-        }
-        let running = matches!(
-            str_at(pod, &["status", "phase"]),
-            Some("Running" | "Pending")
-        );
-        if !running {
-            return;
-        }
-        let component = pod
-            .label("app.kubernetes.io/component")
-            .or_else(|| pod.label("component"));
-        match component {
-            Some("speaker") => {
-                let node = str_at(pod, &["spec", "nodeName"]).unwrap_or("?");
-                self.speaker_nodes.insert(node.to_owned());
-            }
-            Some("controller") => self.controller_pods += 1,
-            _ => {}
-        }
+                .collect()
+        };
+        out.cilium = cilium("CiliumLoadBalancerIPPool", digest.cilium_pools);
+        out.cilium.extend(cilium(
+            "CiliumL2AnnouncementPolicy",
+            digest.cilium_l2_policies,
+        ));
+        out.speaker_nodes = digest.metallb.speaker_nodes.into_iter().collect();
+        out.controller_pods = digest.metallb.controller_pods;
+        out
     }
 
     /// The IPs of a LoadBalancer Service the cluster has, `None` when it has no such Service.
@@ -192,19 +227,34 @@ fn condition_true(obj: &Value, kind: &str) -> bool {
         })
 }
 
-/// The kinds `cutover observe` keeps from kubectl's list (everything else is dropped, so the
-/// item stays small and holds no Secret by accident).
-const OBSERVED_KINDS: &[(&str, &str)] = &[
-    ("", "Service"),
-    ("", "Node"),
-    ("", "Pod"),
-    (CILIUM_GROUP, "CiliumLoadBalancerIPPool"),
-    (CILIUM_GROUP, "CiliumL2AnnouncementPolicy"),
-];
+/// A MetalLB pod's component (`speaker`, `controller`) when it runs: chart labels
+/// `app.kubernetes.io/name: metallb` + `app.kubernetes.io/component`, or the manifests' `app:
+/// metallb` + `component`; phase Running or Pending (a pod that may still answer).
+fn metallb_component(pod: &Value) -> Option<&str> {
+    let name = pod
+        .label("app.kubernetes.io/name")
+        .or_else(|| pod.label("app"));
+    let running = matches!(
+        str_at(pod, &["status", "phase"]),
+        Some("Running" | "Pending")
+    );
+    if name != Some("metallb") || !running {
+        return None;
+    }
+    pod.label("app.kubernetes.io/component")
+        .or_else(|| pod.label("component"))
+}
 
-/// `cutover observe`: wraps kubectl's `List` (YAML or JSON, as `kubectl get … -o yaml` prints
-/// it) into an `ObservedState` item. Keeps only the kinds the announcer reads, LoadBalancer
-/// Services only, MetalLB pods only, and drops `metadata.managedFields` (bulk no reader needs).
+/// `cutover observe`: reads kubectl's `List` (YAML or JSON, as `kubectl get … -o yaml` prints
+/// it) and writes the `ObservedState` item, a digest of what the announcer reads:
+///
+/// - `services`: every LoadBalancer Service, `<namespace>/<name>: <ip>[,<ip>]` from
+///   `status.loadBalancer.ingress` (empty when it has none yet);
+/// - `nodes`: every Node, with `excludeFromExternalLoadBalancers` (the label MetalLB honours)
+///   and `networkUnavailable` (the condition MetalLB honours) when true;
+/// - `ciliumPools`, `ciliumL2Policies`: name, `generatedByCutover` (cutover's managed-by label)
+///   and, for pools, `conflicting` (`cilium.io/PoolConflict` True);
+/// - `metallb`: `speakerNodes` (nodes with a running speaker pod) and `controllerPods`.
 pub fn wrap(list: &Value, name: &str) -> Result<Value, String> {
     let items = match (list.kind(), list.get("items")) {
         ("List", Some(Value::Sequence(items))) => items,
@@ -215,29 +265,60 @@ pub fn wrap(list: &Value, name: &str) -> Result<Value, String> {
             ));
         }
     };
-    let mut kept = Vec::new();
+    let mut services = Mapping::new();
+    let mut nodes = Mapping::new();
+    let (mut pools, mut policies) = (Vec::new(), Vec::new());
+    let (mut speakers, mut controllers) = (BTreeSet::new(), 0u64);
     for item in items {
-        let key = (item.group(), item.kind());
-        if !OBSERVED_KINDS.contains(&key) {
-            continue;
+        match (item.group(), item.kind()) {
+            ("", "Service") if str_at(item, &["spec", "type"]) == Some("LoadBalancer") => {
+                let ips: Vec<&str> = at(item, &["status", "loadBalancer", "ingress"])
+                    .and_then(Value::as_sequence)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|i| i.get("ip").and_then(Value::as_str))
+                    .collect();
+                let key = format!("{}/{}", item.namespace().unwrap_or("default"), item.name());
+                services.insert(key.into(), ips.join(",").into());
+            }
+            ("", "Node") => {
+                let mut node = Mapping::new();
+                if item.label(EXCLUDE_LB_LABEL).is_some() {
+                    node.insert("excludeFromExternalLoadBalancers".into(), true.into());
+                }
+                if condition_true(item, "NetworkUnavailable") {
+                    node.insert("networkUnavailable".into(), true.into());
+                }
+                nodes.insert(item.name().into(), Value::Mapping(node));
+            }
+            (CILIUM_GROUP, kind @ ("CiliumLoadBalancerIPPool" | "CiliumL2AnnouncementPolicy")) => {
+                let mut entry = Mapping::new();
+                entry.insert("name".into(), item.name().into());
+                let generated = item.label(MANAGED_BY.0) == Some(MANAGED_BY.1);
+                entry.insert("generatedByCutover".into(), generated.into());
+                if kind == "CiliumLoadBalancerIPPool" {
+                    let conflicting = condition_true(item, "cilium.io/PoolConflict");
+                    entry.insert("conflicting".into(), conflicting.into());
+                    pools.push(Value::Mapping(entry));
+                } else {
+                    policies.push(Value::Mapping(entry));
+                }
+            }
+            ("", "Pod") => match metallb_component(item) {
+                Some("speaker") => {
+                    let node = str_at(item, &["spec", "nodeName"]).unwrap_or("?");
+                    speakers.insert(node.to_owned());
+                }
+                Some("controller") => controllers += 1,
+                _ => {}
+            },
+            _ => {}
         }
-        if key == ("", "Service") && str_at(item, &["spec", "type"]) != Some("LoadBalancer") {
-            continue;
-        }
-        if key == ("", "Pod")
-            && item
-                .label("app.kubernetes.io/name")
-                .or_else(|| item.label("app"))
-                != Some("metallb")
-        {
-            continue;
-        }
-        let mut item = item.clone();
-        if let Some(meta) = item.get_mut("metadata").and_then(Value::as_mapping_mut) {
-            meta.remove("managedFields");
-        }
-        kept.push(item);
     }
+    let mut metallb = Mapping::new();
+    let speakers: Vec<Value> = speakers.into_iter().map(Value::from).collect();
+    metallb.insert("speakerNodes".into(), Value::Sequence(speakers));
+    metallb.insert("controllerPods".into(), controllers.into());
     let mut annotations = Mapping::new();
     annotations.insert(LOCAL_CONFIG.into(), "true".into());
     let mut metadata = Mapping::new();
@@ -247,7 +328,11 @@ pub fn wrap(list: &Value, name: &str) -> Result<Value, String> {
     out.insert("apiVersion".into(), crate::config::API_VERSION.into());
     out.insert("kind".into(), KIND.into());
     out.insert("metadata".into(), Value::Mapping(metadata));
-    out.insert("items".into(), Value::Sequence(kept));
+    out.insert("services".into(), Value::Mapping(services));
+    out.insert("nodes".into(), Value::Mapping(nodes));
+    out.insert("ciliumPools".into(), Value::Sequence(pools));
+    out.insert("ciliumL2Policies".into(), Value::Sequence(policies));
+    out.insert("metallb".into(), Value::Mapping(metallb));
     Ok(Value::Mapping(out))
 }
 
@@ -259,84 +344,89 @@ mod tests {
         serde_yaml::from_str(text).unwrap()
     }
 
-    #[test]
-    fn reads_services_nodes_cilium_objects_and_metallb_pods() {
-        let item = yaml(
-            r#"
-apiVersion: fn.cutover.dev/v1alpha1
-kind: ObservedState
-metadata: {name: live}
+    const LIST: &str = r#"
+apiVersion: v1
+kind: List
+metadata: {resourceVersion: ""}
 items:
-- {apiVersion: v1, kind: Service, metadata: {name: web, namespace: shop}, spec: {type: LoadBalancer},
-   status: {loadBalancer: {ingress: [{ip: 10.0.0.5}, {hostname: x}]}}}
+- {apiVersion: v1, kind: Service, metadata: {name: web, namespace: shop, managedFields: [{manager: x}]},
+   spec: {type: LoadBalancer}, status: {loadBalancer: {ingress: [{ip: 10.0.0.5}, {ip: "fd00::5"}, {hostname: x}]}}}
+- {apiVersion: v1, kind: Service, metadata: {name: pending}, spec: {type: LoadBalancer}}
 - {apiVersion: v1, kind: Service, metadata: {name: internal}, spec: {type: ClusterIP}}
+- {apiVersion: v1, kind: Secret, metadata: {name: s}}
 - {apiVersion: v1, kind: Node, metadata: {name: cp1, labels: {node.kubernetes.io/exclude-from-external-load-balancers: ""}}}
 - {apiVersion: v1, kind: Node, metadata: {name: w1}, status: {conditions: [{type: NetworkUnavailable, status: "True"}]}}
 - {apiVersion: v1, kind: Node, metadata: {name: w2}}
 - {apiVersion: cilium.io/v2, kind: CiliumLoadBalancerIPPool, metadata: {name: other},
    status: {conditions: [{type: cilium.io/PoolConflict, status: "True"}]}}
+- {apiVersion: cilium.io/v2alpha1, kind: CiliumL2AnnouncementPolicy, metadata: {name: mine, labels: {app.kubernetes.io/managed-by: cutover}}}
 - {apiVersion: v1, kind: Pod, metadata: {name: s1, labels: {app.kubernetes.io/name: metallb, app.kubernetes.io/component: speaker}},
    spec: {nodeName: w2}, status: {phase: Running}}
 - {apiVersion: v1, kind: Pod, metadata: {name: c1, labels: {app: metallb, component: controller}}, status: {phase: Running}}
 - {apiVersion: v1, kind: Pod, metadata: {name: old, labels: {app: metallb, component: speaker}}, status: {phase: Succeeded}}
-"#,
-        );
+- {apiVersion: v1, kind: Pod, metadata: {name: web-1, labels: {app: web}}, status: {phase: Running}}
+"#;
+
+    #[test]
+    fn observe_then_read_gives_back_what_the_announcer_needs() {
+        let item = wrap(&yaml(LIST), "live").unwrap();
+        assert_eq!(item.kind(), KIND);
+        assert_eq!(item.annotation(LOCAL_CONFIG), Some("true"));
+        assert_eq!(item["services"]["shop/web"], "10.0.0.5,fd00::5");
+        assert_eq!(item["services"]["default/pending"], "");
+        assert!(item["services"].get("default/internal").is_none());
+        let text = serde_yaml::to_string(&item).unwrap();
+        assert!(!text.contains("managedFields") && !text.contains("Secret"));
         let mut results = Vec::new();
         let o = Observed::read(3, &item, &mut results);
         assert!(results.is_empty(), "{results:?}");
         assert_eq!(o.index, 3);
         assert_eq!(
             o.service_ips("shop", "web"),
-            Some(&["10.0.0.5".to_owned()][..])
+            Some(&["10.0.0.5".to_owned(), "fd00::5".to_owned()][..])
         );
+        assert_eq!(o.service_ips("default", "pending"), Some(&[][..]));
         assert_eq!(o.service_ips("default", "internal"), None);
         assert_eq!(o.excluded_nodes(), vec!["cp1", "w1"]);
-        assert_eq!(o.cilium.len(), 1);
+        assert_eq!(o.cilium.len(), 2);
         assert!(o.cilium[0].conflicting && !o.cilium[0].generated);
+        assert!(o.cilium[1].generated && o.cilium[1].kind == "CiliumL2AnnouncementPolicy");
         assert_eq!(o.speaker_nodes, BTreeSet::from(["w2".to_owned()]));
         assert_eq!(o.controller_pods, 1);
     }
 
     #[test]
-    fn an_item_without_items_is_an_error() {
-        let mut results = Vec::new();
-        Observed::read(
-            0,
-            &yaml(
-                "{apiVersion: fn.cutover.dev/v1alpha1, kind: ObservedState, metadata: {name: x}}",
+    fn a_field_that_does_not_read_is_an_error_naming_it() {
+        for (text, field) in [
+            (
+                "{apiVersion: fn.cutover.dev/v1alpha1, kind: ObservedState, metadata: {name: x}, items: []}",
+                "items",
             ),
-            &mut results,
-        );
-        assert_eq!(results.len(), 1);
-        assert!(results[0].is_error());
+            (
+                "{apiVersion: fn.cutover.dev/v1alpha1, kind: ObservedState, metadata: {name: x}, services: {web: 10.0.0.1}}",
+                "services.web",
+            ),
+            (
+                "{apiVersion: fn.cutover.dev/v1alpha1, kind: ObservedState, metadata: {name: x}, nodes: {n: {excluded: true}}}",
+                "nodes.n",
+            ),
+        ] {
+            let mut results = Vec::new();
+            Observed::read(0, &yaml(text), &mut results);
+            assert_eq!(results.len(), 1, "{text}");
+            assert!(results[0].is_error());
+            let path = results[0]
+                .field
+                .as_ref()
+                .map(|f| f.path.as_str())
+                .unwrap_or("");
+            assert!(path.starts_with(field), "{text}: {path}");
+        }
     }
 
     #[test]
-    fn wrap_keeps_what_the_announcer_reads() {
-        let list = yaml(
-            r#"
-apiVersion: v1
-kind: List
-metadata: {resourceVersion: ""}
-items:
-- {apiVersion: v1, kind: Service, metadata: {name: a, managedFields: [{manager: x}]}, spec: {type: LoadBalancer}}
-- {apiVersion: v1, kind: Service, metadata: {name: b}, spec: {type: ClusterIP}}
-- {apiVersion: v1, kind: Secret, metadata: {name: s}}
-- {apiVersion: v1, kind: Pod, metadata: {name: p, labels: {app: web}}}
-- {apiVersion: v1, kind: Node, metadata: {name: n}}
-"#,
-        );
-        let out = wrap(&list, "live").unwrap();
-        assert_eq!(out.kind(), KIND);
-        assert_eq!(out.annotation(LOCAL_CONFIG), Some("true"));
-        let names: Vec<&str> = out["items"]
-            .as_sequence()
-            .unwrap()
-            .iter()
-            .map(|i| i.name())
-            .collect();
-        assert_eq!(names, ["a", "n"]);
-        assert!(out["items"][0]["metadata"].get("managedFields").is_none());
+    fn wrap_refuses_what_is_no_list() {
         assert!(wrap(&yaml("{kind: Service}"), "live").is_err());
+        assert!(wrap(&yaml("{kind: List}"), "live").is_err());
     }
 }

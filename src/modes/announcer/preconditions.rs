@@ -51,13 +51,18 @@ impl Cutover<'_> {
             if live.generated || in_items {
                 continue;
             }
+            let field = if live.kind == POOL {
+                "ciliumPools"
+            } else {
+                "ciliumL2Policies"
+            };
             let r = KrmResult::error(foreign_message(
                 &live.kind,
                 &live.name,
                 "exists in the cluster",
             ))
             .about(&items[observed.index])
-            .field("items")
+            .field(field)
             .tag("check", "transitions");
             self.results.push(r);
         }
@@ -108,7 +113,7 @@ impl Cutover<'_> {
             nodes.join(", ")
         ))
         .about(&self.items[observed.index])
-        .field("items")
+        .field("metallb.speakerNodes")
         .tag("check", "transitions");
         self.results.push(r);
     }

@@ -251,18 +251,16 @@ pub fn generate(spec: &Spec) -> String {
     out
 }
 
-/// The `ObservedState` item `cutover observe` would write for these Services.
+/// The `ObservedState` item `cutover observe` would write for these Services (no node, Cilium
+/// object or MetalLB pod: the digest of a cluster where phase prepare has not been applied).
 fn write_observed(out: &mut String, live: &[(String, String, String)]) {
     out.push_str(
         "- apiVersion: fn.cutover.dev/v1alpha1\n  kind: ObservedState\n  metadata:\n    name: live\n    annotations:\n      config.kubernetes.io/local-config: \"true\"\n",
     );
     kpt_annotations(out, "      ", "observed.yaml", 0);
-    out.push_str("  items:\n");
+    out.push_str("  services:\n");
     for (ns, name, ip) in live {
-        let _ = write!(
-            out,
-            "  - apiVersion: v1\n    kind: Service\n    metadata:\n      name: {name}\n      namespace: {ns}\n    spec:\n      type: LoadBalancer\n    status:\n      loadBalancer:\n        ingress:\n        - ip: {ip}\n"
-        );
+        let _ = writeln!(out, "    {ns}/{name}: {ip}");
     }
 }
 
