@@ -437,3 +437,44 @@ fn observed_state_walkthrough_with_kpt() {
     assert_eq!(run.code, 0);
     assert!(diff_and_commit(&dir).is_empty());
 }
+
+/// Plain manifests and a Flux Kustomization stop the controller too, and phase cutover refuses
+/// while the export still shows one running.
+#[test]
+fn every_install_form_stops_the_controller_before_the_pools_go() {
+    let s = svc("web", "shop", "10.0.0.5");
+    let speaker = "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: speaker\n  namespace: metallb-system\n  labels:\n    app: metallb\n    component: speaker\nspec:\n  template:\n    spec:\n      containers:\n        - name: speaker\n          image: quay.io/metallb/speaker:v0.15.3\n";
+    let controller = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: controller\n  namespace: metallb-system\n  labels:\n    app: metallb\n    component: controller\nspec:\n  replicas: 1\n  template:\n    spec:\n      containers:\n        - name: controller\n          image: quay.io/metallb/controller:v0.15.3\n";
+    let out = run(
+        &[POOL, ADV, speaker, controller, &s],
+        &fc("  phase: stop-speaker\n"),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let items = output_items(&out);
+    let deployment = items.iter().find(|i| i["kind"] == "Deployment").unwrap();
+    assert_eq!(deployment["spec"]["replicas"], 0);
+    let kustomization = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: metallb\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./infrastructure/metallb\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: platform\n";
+    let out = run(
+        &[POOL, ADV, kustomization, &s],
+        &fc("  phase: stop-speaker\n"),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let items = output_items(&out);
+    let k = items.iter().find(|i| i["kind"] == "Kustomization").unwrap();
+    let patches = serde_yaml::to_string(&k["spec"]["patches"]).unwrap();
+    assert!(patches.contains("replicas: 0"), "{patches}");
+    assert!(patches.contains("cutover.dev/metallb-speaker"), "{patches}");
+    let state = observed(
+        "- {apiVersion: v1, kind: Pod, metadata: {name: controller-1, labels: {app: metallb, component: controller}}, status: {phase: Running}}\n",
+    );
+    let items = [POOL, ADV, METALLB_STOPPED, s.as_str(), state.as_str()];
+    let out = run(&items, &fc(CUTOVER));
+    let e = assert_error(
+        &out,
+        &items,
+        "ObservedState",
+        "live",
+        "metallb.controllerPods",
+    );
+    assert!(e["message"].as_str().unwrap().contains("clearServiceState"));
+}

@@ -100,7 +100,17 @@ impl Cutover<'_> {
                         );
                         self.replace(inst.index, new);
                     }
-                    if matches!(inst.kind, InstallKind::Helm { .. }) {
+                    if let InstallKind::Manifest { speaker: false } = inst.kind
+                        && let Some((new, field, what)) = values::stop_controller_manifest(item)
+                    {
+                        self.results.push(
+                            KrmResult::info(format!("MetalLB controller stopped: {what}"))
+                                .about(item)
+                                .field(field),
+                        );
+                        self.replace(inst.index, new);
+                    }
+                    if !matches!(inst.kind, InstallKind::Rendered { .. }) {
                         self.skip_reapply_of_metallb_config();
                     }
                 }

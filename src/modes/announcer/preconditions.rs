@@ -96,13 +96,30 @@ impl Cutover<'_> {
         self.results.push(r.tag("check", "transitions"));
     }
 
-    /// Phase cutover while the observed state still shows speaker pods: Cilium's policies would
-    /// be created while MetalLB answers ARP.
+    /// Phase cutover while the observed state still shows speaker pods (Cilium's policies would
+    /// be created while MetalLB answers ARP) or controller pods (it would move Services' IPs
+    /// when the pools are deleted).
     fn live_speakers(&mut self) {
         let Some(observed) = &self.inv.observed else {
             return;
         };
-        if self.phase != Phase::Cutover || self.plan_mode || observed.speaker_nodes.is_empty() {
+        if self.phase != Phase::Cutover || self.plan_mode {
+            return;
+        }
+        if observed.controller_pods > 0 {
+            let r = KrmResult::error(format!(
+                "the observed state shows {} MetalLB controller pod(s): phase cutover deletes the IPAddressPools, \
+                 and a running controller then clears or re-allocates the Services' status (clearServiceState, \
+                 metallb controller/service.go). Apply phase stop-speaker (it stops the controller too), wait until \
+                 no controller pod runs, export the state again, then run phase cutover",
+                observed.controller_pods
+            ))
+            .about(&self.items[observed.index])
+            .field("metallb.controllerPods")
+            .tag("check", "transitions");
+            self.results.push(r);
+        }
+        if observed.speaker_nodes.is_empty() {
             return;
         }
         let nodes: Vec<&str> = observed.speaker_nodes.iter().map(String::as_str).collect();

@@ -32,6 +32,46 @@ fn speaker_patch() -> Value {
     Value::Mapping(patch)
 }
 
+/// The patch that goes with [`speaker_patch`]: MetalLB's controller Deployment scaled to 0, so
+/// deleting the IPAddressPools in phase cutover cannot make it clear or re-allocate a Service's
+/// status (`clearServiceState`, metallb/metallb controller/service.go v0.16.1).
+fn controller_patch() -> Value {
+    let mut target = Mapping::new();
+    target.insert("kind".into(), "Deployment".into());
+    target.insert("name".into(), ".*controller".into());
+    let mut patch = Mapping::new();
+    patch.insert(
+        "patch".into(),
+        Value::from(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: controller\nspec:\n  replicas: 0\n",
+        ),
+    );
+    patch.insert("target".into(), Value::Mapping(target));
+    Value::Mapping(patch)
+}
+
+/// A MetalLB controller Deployment among plain manifests, scaled to 0 (phase stop-speaker), with
+/// the field and what was done; `None` for any other item or one already at 0.
+pub fn stop_controller_manifest(item: &Value) -> Option<(Value, String, String)> {
+    use crate::krm::KrmObject;
+    let component = item
+        .label("app.kubernetes.io/component")
+        .or_else(|| item.label("component"));
+    let controller = item.kind() == "Deployment"
+        && (component == Some("controller") || item.name().ends_with("controller"));
+    if !controller || at(item, &["spec", "replicas"]) == Some(&Value::from(0)) {
+        return None;
+    }
+    let mut out = item.clone();
+    mapping_at(&mut out, &["spec".to_owned()])?.insert("replicas".into(), 0.into());
+    Some((
+        out,
+        "spec.replicas".to_owned(),
+        "controller Deployment scaled to 0: no IPAddressPool deletion can move a Service's IP"
+            .to_owned(),
+    ))
+}
+
 /// Whether this installation item leaves the speaker stopped: `Some(true/false)`, or `None` for
 /// items that have nothing to do with the speaker (CRDs, the controller, RBAC, a HelmRelease
 /// rendered from a Package among the items …).
@@ -106,10 +146,12 @@ pub fn stop_speaker(item: &Value, install: &Install) -> Option<(Value, String, S
             let patches = spec
                 .entry("patches".into())
                 .or_insert_with(|| Value::Sequence(Vec::new()));
-            patches.as_sequence_mut()?.push(speaker_patch());
+            let patches = patches.as_sequence_mut()?;
+            patches.push(speaker_patch());
+            patches.push(controller_patch());
             (
                 "spec.patches".to_owned(),
-                "patch added that keeps the speaker DaemonSet off every node",
+                "patches added that keep the speaker DaemonSet off every node and scale the controller to 0",
             )
         }
         InstallKind::Manifest { speaker: true } => {
