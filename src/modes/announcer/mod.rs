@@ -16,6 +16,7 @@ mod install;
 mod inventory;
 mod ipam;
 mod metallb;
+pub mod model;
 mod policies;
 mod release;
 mod report;

@@ -1,0 +1,220 @@
+//! MetalLB's controller (IP allocation) and speaker (who answers ARP for an IP).
+//!
+//! Controller: metallb/metallb `controller/service.go` `convergeBalancer`, `clearServiceState`,
+//! `allocateIPs` and `controller/main.go` `SetBalancer` (v0.16.1: the cleared status is written
+//! even when convergence fails), allocator `internal/allocator/allocator.go` (`Assign`,
+//! `AllocateFromPool`, `Allocate`). Speaker: `speaker/layer2_controller.go` `ShouldAnnounce`
+//! and `internal/k8s/...` `speakersForPool` (v0.15.3, since v0.14.0). Simplified: the allocator's
+//! port and backend checks of sharing are reduced to "same `allow-shared-ip` key" (the model's
+//! cases never share across clashing ports), pools are tried in name order (MetalLB sorts by
+//! `serviceAllocation.priority` first), and `externalTrafficPolicy: Local`'s endpoint filter is
+//! not modelled (no endpoints in the model).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+
+use super::read::mlb_allows;
+use super::state::{Cluster, MlbPool, ServiceSpec, SvcKey, ip_list, ip_of};
+
+/// The label MetalLB's speaker skips nodes by (and Cilium's L2 announcer ignores).
+pub const EXCLUDE_LABEL: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
+/// MetalLB's own `loadBalancerClass`.
+const METALLB_CLASS: &str = "metallb.io/metallb";
+
+/// The controller's allocator and its work queue.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct MetalLb {
+    /// Allocations: pool and IPs per Service.
+    pub assigned: BTreeMap<SvcKey, (String, Vec<IpAddr>)>,
+    /// Services to converge.
+    pub dirty: BTreeSet<SvcKey>,
+}
+
+fn annotation<'a>(spec: &'a ServiceSpec, suffix: &str) -> Option<&'a str> {
+    let stable = format!("metallb.io/{suffix}");
+    let deprecated = format!("metallb.universe.tf/{suffix}");
+    spec.annotation(&[&stable, &deprecated])
+}
+
+/// `getDesiredLbIPs`: `metallb.io/loadBalancerIPs`, else `spec.loadBalancerIP`.
+pub fn desired_ips(spec: &ServiceSpec) -> Vec<IpAddr> {
+    annotation(spec, "loadBalancerIPs")
+        .or(spec.lb_ip.as_deref())
+        .map(ip_list)
+        .unwrap_or_default()
+}
+
+fn sharing_key(spec: &ServiceSpec) -> &str {
+    annotation(spec, "allow-shared-ip").unwrap_or("")
+}
+
+/// `serviceAllocation`: namespaces and service selectors admit the Service.
+fn admits(pool: &MlbPool, key: &SvcKey, spec: &ServiceSpec) -> bool {
+    (pool.namespaces.is_empty() || pool.namespaces.contains(&key.namespace))
+        && (pool.service_selectors.is_empty()
+            || pool.service_selectors.iter().any(|s| s.matches(&spec.labels)))
+}
+
+impl MetalLb {
+    /// The controller as it stands in a live cluster: every valid status IP assigned.
+    pub fn from_live(cluster: &Cluster) -> MetalLb {
+        let mut m = MetalLb::default();
+        for (key, svc) in &cluster.services {
+            if !svc.status.is_empty() {
+                let _ = m.assign(cluster, key, &svc.status);
+            }
+        }
+        m
+    }
+
+    /// Another Service holds `ip` and may not share it (`checkSharing`).
+    fn in_use(&self, cluster: &Cluster, key: &SvcKey, ip: IpAddr) -> bool {
+        let mine = cluster.services.get(key).map_or("", |s| sharing_key(&s.spec));
+        self.assigned.iter().any(|(other, (_, ips))| {
+            other != key
+                && ips.contains(&ip)
+                && (mine.is_empty()
+                    || cluster
+                        .services
+                        .get(other)
+                        .is_none_or(|s| sharing_key(&s.spec) != mine))
+        })
+    }
+
+    /// `Assign`: every IP lies in a pool that admits the Service and is free (or shared
+    /// with a compatible Service). The pool is the first IP's.
+    fn assign(&mut self, cluster: &Cluster, key: &SvcKey, ips: &[IpAddr]) -> Result<(), ()> {
+        let spec = &cluster.services.get(key).ok_or(())?.spec;
+        let mut pool = None;
+        for &ip in ips {
+            let p = cluster
+                .mlb_pools
+                .iter()
+                .find(|(_, p)| mlb_allows(p, ip) && admits(p, key, spec))
+                .ok_or(())?;
+            pool.get_or_insert(p.0.clone());
+            if self.in_use(cluster, key, ip) {
+                return Err(());
+            }
+        }
+        self.assigned
+            .insert(key.clone(), (pool.ok_or(())?, ips.to_vec()));
+        Ok(())
+    }
+
+    /// `AllocateFromPool`: the first address of the pool the Service may use.
+    fn from_pool(&mut self, cluster: &Cluster, key: &SvcKey, name: &str) -> Option<IpAddr> {
+        let pool = cluster.mlb_pools.get(name)?;
+        for r in &pool.ranges {
+            let end = r.end.min(r.start.saturating_add(1 << 16));
+            for v in r.start..=end {
+                let ip = ip_of(r.family, v);
+                if mlb_allows(pool, ip) && self.assign(cluster, key, &[ip]).is_ok() {
+                    return Some(ip);
+                }
+            }
+        }
+        None
+    }
+
+    /// `allocateIPs`: requested IPs, else the `address-pool`, else the auto-assign pools.
+    fn allocate(&mut self, cluster: &Cluster, key: &SvcKey) -> Vec<IpAddr> {
+        let Some(svc) = cluster.services.get(key) else {
+            return Vec::new();
+        };
+        let desired = desired_ips(&svc.spec);
+        if !desired.is_empty() {
+            return match self.assign(cluster, key, &desired) {
+                Ok(()) => desired,
+                Err(()) => Vec::new(),
+            };
+        }
+        if let Some(pool) = annotation(&svc.spec, "address-pool") {
+            return self.from_pool(cluster, key, pool).into_iter().collect();
+        }
+        let auto: Vec<String> = cluster
+            .mlb_pools
+            .iter()
+            .filter(|(_, p)| p.auto_assign && admits(p, key, &svc.spec))
+            .map(|(n, _)| n.clone())
+            .collect();
+        auto.iter()
+            .find_map(|p| self.from_pool(cluster, key, p))
+            .into_iter()
+            .collect()
+    }
+
+    /// `convergeBalancer` for one Service (controller running). Returns the new status when it
+    /// differs: no pool left → status cleared (`clearServiceState`); a status IP the config no
+    /// longer allows, another pool or other IPs requested → cleared and allocated again.
+    pub fn converge(&mut self, cluster: &Cluster, key: &SvcKey) -> Option<Vec<IpAddr>> {
+        self.dirty.remove(key);
+        let Some(svc) = cluster.services.get(key) else {
+            self.assigned.remove(key);
+            return None;
+        };
+        if svc.spec.class.as_deref().is_some_and(|c| c != METALLB_CLASS) {
+            return None;
+        }
+        let mut ips = svc.status.clone();
+        if cluster.mlb_pools.is_empty() {
+            self.assigned.remove(key);
+            ips.clear();
+        } else if !ips.is_empty() {
+            let desired_pool = annotation(&svc.spec, "address-pool");
+            let desired = desired_ips(&svc.spec);
+            let same = |a: &[IpAddr], b: &[IpAddr]| {
+                a.iter().collect::<BTreeSet<_>>() == b.iter().collect::<BTreeSet<_>>()
+            };
+            let ok = self.assign(cluster, key, &ips).is_ok()
+                && desired_pool.is_none_or(|p| self.assigned.get(key).is_some_and(|a| a.0 == p))
+                && (desired.is_empty() || same(&ips, &desired));
+            if !ok {
+                self.assigned.remove(key);
+                ips.clear();
+            }
+        }
+        if ips.is_empty() && !cluster.mlb_pools.is_empty() {
+            self.assigned.remove(key);
+            ips = self.allocate(cluster, key);
+        }
+        (ips != svc.status).then_some(ips)
+    }
+}
+
+/// The nodes MetalLB's speaker may answer ARP for `ip` from (the candidates of its per-IP
+/// election): the speaker runs; the IP lies in a pool an L2Advertisement covers (by name, by
+/// pool selector, or all pools when it names none); the node matches one of the
+/// advertisement's `nodeSelectors` (none = all) and is not excluded by `speakersForPool`
+/// (label [`EXCLUDE_LABEL`], condition `NetworkUnavailable`, no speaker pod).
+/// `assume_running`: as if the speaker ran (for the baseline of where MetalLB announced).
+pub fn announcers(cluster: &Cluster, ip: IpAddr, assume_running: bool) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    if !(cluster.flags.metallb_speaker || assume_running) {
+        return out;
+    }
+    for (name, pool) in &cluster.mlb_pools {
+        if !mlb_allows(pool, ip) {
+            continue;
+        }
+        for advert in cluster.adverts.values() {
+            let covers = (advert.pools.is_empty() && advert.pool_selectors.is_empty())
+                || advert.pools.contains(name)
+                || advert.pool_selectors.iter().any(|s| s.matches(&pool.labels));
+            if !covers {
+                continue;
+            }
+            for node in &cluster.nodes {
+                let eligible = node.speaker_pod
+                    && !node.network_unavailable
+                    && !node.labels.contains_key(EXCLUDE_LABEL);
+                let selected = advert.node_selectors.is_empty()
+                    || advert.node_selectors.iter().any(|s| s.matches(&node.labels));
+                if eligible && selected {
+                    out.insert(node.name.clone());
+                }
+            }
+        }
+    }
+    out
+}

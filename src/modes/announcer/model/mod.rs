@@ -1,0 +1,20 @@
+//! The transition model: a small deterministic model of the controllers that decide a
+//! LoadBalancer Service's IP and who answers ARP for it, and an explorer of the orders in which
+//! one Flux apply and the controllers' reactions can interleave.
+//!
+//! - [`state`]: the cluster as the controllers see it; [`read`] builds it from KRM items.
+//! - [`lbipam`], [`metallb`], [`l2announcer`]: one module per controller, each rule citing the
+//!   upstream file and ref it was read at.
+//! - [`invariants`]: the safety properties checked in every intermediate state.
+//! - [`explore`]: a transition's atomic changes and the search over their interleavings.
+
+pub mod explore;
+pub mod invariants;
+pub mod l2announcer;
+pub mod lbipam;
+pub mod metallb;
+pub mod read;
+pub mod state;
+
+pub use explore::{Event, Options, Report, Transition, explore};
+pub use invariants::{Invariant, Violation};
