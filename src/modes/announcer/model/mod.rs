@@ -18,3 +18,5 @@ pub mod state;
 
 pub use explore::{Event, Options, Report, Transition, explore};
 pub use invariants::{Invariant, Violation};
+/// The Cilium release number the model is run for.
+pub use super::version::CiliumVersion;
