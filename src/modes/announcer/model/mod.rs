@@ -20,3 +20,6 @@ pub use explore::{Event, Options, Report, Transition, explore};
 pub use invariants::{Invariant, Violation};
 /// The Cilium release number the model is run for.
 pub use super::version::CiliumVersion;
+
+#[cfg(test)]
+mod testkit;

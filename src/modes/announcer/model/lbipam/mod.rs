@@ -636,3 +636,6 @@ fn families(requested: &[IpAddr], status: &[IpAddr]) -> (bool, bool) {
     let v4 = all.is_empty() || all.iter().any(|i| !is_v6(i));
     (v4, v6)
 }
+
+#[cfg(test)]
+mod tests;
