@@ -187,3 +187,43 @@ pub fn check(base: &Baseline, cluster: &Cluster, may_leave_unannounced: bool) ->
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+
+    fn names(f: &[Finding]) -> Vec<Invariant> {
+        f.iter().map(|f| f.invariant).collect()
+    }
+
+    /// Each invariant on a state that breaks it and one that does not.
+    #[test]
+    fn each_invariant() {
+        let mut c = empty();
+        mpool(&mut c, "a", "10.0.0.0", "10.0.0.15", true);
+        advert_all(&mut c);
+        node(&mut c, "cp", &[(super::super::metallb::EXCLUDE_LABEL, "")]);
+        node(&mut c, "w1", &[]);
+        service(&mut c, "s", 80, &[], &["10.0.0.5"]);
+        service(&mut c, "none", 81, &[], &[]);
+        let base = Baseline::of(&c);
+        assert!(check(&base, &c, false).is_empty());
+        // (b) and (d): Cilium announces from both nodes while the speaker runs.
+        policy(&mut c, "all", None);
+        c.flags.l2_announcements = true;
+        let f = check(&base, &c, false);
+        assert_eq!(names(&f), vec![Invariant::OneAnnouncer, Invariant::NoNewNode]);
+        // (c): nobody announces; allowed inside the ARP window only.
+        c.flags.l2_announcements = false;
+        c.flags.metallb_speaker = false;
+        assert_eq!(names(&check(&base, &c, false)), vec![Invariant::Announced]);
+        assert!(check(&base, &c, true).is_empty());
+        // (a): the IP changes; a Service without a live IP is exempt.
+        c.services.get_mut(&key("s")).unwrap().status = vec![ip("10.0.0.6")];
+        c.services.get_mut(&key("none")).unwrap().status = vec![ip("10.0.0.7")];
+        let f = check(&base, &c, true);
+        assert_eq!(names(&f), vec![Invariant::IpKept]);
+        assert_eq!(f[0].ip, Some(ip("10.0.0.5")));
+    }
+}

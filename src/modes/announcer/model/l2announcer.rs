@@ -41,3 +41,39 @@ pub fn announcers(cluster: &Cluster, key: &SvcKey) -> BTreeSet<String> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::metallb::EXCLUDE_LABEL;
+    use super::super::testkit::*;
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+
+    /// A policy without selectors announces every Service from every node, excluded or not;
+    /// nothing is announced while `l2announcements.enabled` is off; a `DoesNotExist`
+    /// requirement drops the excluded node.
+    #[test]
+    fn candidates() {
+        let mut c = empty();
+        node(&mut c, "cp", &[(EXCLUDE_LABEL, "")]);
+        node(&mut c, "w1", &[]);
+        service(&mut c, "s", 80, &[], &["10.0.0.5"]);
+        policy(&mut c, "all", None);
+        assert!(announcers(&c, &key("s")).is_empty());
+        c.flags.l2_announcements = true;
+        assert_eq!(announcers(&c, &key("s")).len(), 2);
+        let dne = LabelSelector {
+            match_expressions: Some(vec![LabelSelectorRequirement {
+                key: EXCLUDE_LABEL.into(),
+                operator: "DoesNotExist".into(),
+                values: None,
+            }]),
+            ..Default::default()
+        };
+        policy(&mut c, "all", Some(dne));
+        let nodes = announcers(&c, &key("s"));
+        assert_eq!(nodes.into_iter().collect::<Vec<_>>(), vec!["w1".to_owned()]);
+        c.services.get_mut(&key("s")).unwrap().spec.class = Some("other".into());
+        assert!(announcers(&c, &key("s")).is_empty());
+    }
+}

@@ -218,3 +218,63 @@ pub fn announcers(cluster: &Cluster, ip: IpAddr, assume_running: bool) -> BTreeS
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+
+    /// `convergeBalancer`: a valid status IP is kept; with no pool left the status is
+    /// cleared; when the Service's pool is deleted it is re-allocated into the remaining
+    /// auto-assign pools.
+    #[test]
+    fn converge_keeps_clears_and_reallocates() {
+        let mut c = empty();
+        mpool(&mut c, "a", "10.0.0.0", "10.0.0.15", true);
+        mpool(&mut c, "b", "10.0.1.0", "10.0.1.15", true);
+        service(&mut c, "s", 80, &[], &["10.0.1.5"]);
+        let mut m = MetalLb::from_live(&c);
+        assert_eq!(m.converge(&c, &key("s")), None);
+        c.mlb_pools.remove("b");
+        assert_eq!(m.converge(&c, &key("s")), Some(vec![ip("10.0.0.0")]));
+        c.mlb_pools.remove("a");
+        assert_eq!(m.converge(&c, &key("s")), Some(vec![]));
+    }
+
+    /// A status IP another controller wrote is accepted when MetalLB's config allows it and
+    /// it is free (`Assign`), refused (and re-allocated) when outside every pool; a requested
+    /// IP (`metallb.io/loadBalancerIPs`) is what it allocates.
+    #[test]
+    fn foreign_status_ip_and_requested_ips() {
+        let mut c = empty();
+        mpool(&mut c, "a", "10.0.0.0", "10.0.0.15", true);
+        service(&mut c, "s", 80, &[], &["10.0.0.9"]);
+        service(&mut c, "r", 81, &[("metallb.io/loadBalancerIPs", "10.0.0.7")], &[]);
+        let mut m = MetalLb::default();
+        assert_eq!(m.converge(&c, &key("s")), None);
+        c.services.get_mut(&key("s")).unwrap().status = vec![ip("10.9.9.9")];
+        assert_eq!(m.converge(&c, &key("s")), Some(vec![ip("10.0.0.0")]));
+        assert_eq!(m.converge(&c, &key("r")), Some(vec![ip("10.0.0.7")]));
+    }
+
+    /// `speakersForPool`: nodes labelled to be excluded, with `NetworkUnavailable` or without
+    /// a speaker pod do not announce; a stopped speaker announces nothing.
+    #[test]
+    fn speaker_candidates() {
+        let mut c = empty();
+        mpool(&mut c, "a", "10.0.0.0", "10.0.0.15", true);
+        advert_all(&mut c);
+        node(&mut c, "cp", &[(EXCLUDE_LABEL, "")]);
+        node(&mut c, "w1", &[]);
+        node(&mut c, "w2", &[]);
+        node(&mut c, "w3", &[]);
+        c.nodes[2].network_unavailable = true;
+        c.nodes[3].speaker_pod = false;
+        let nodes = announcers(&c, ip("10.0.0.5"), false);
+        assert_eq!(nodes.into_iter().collect::<Vec<_>>(), vec!["w1".to_owned()]);
+        assert!(announcers(&c, ip("10.9.0.5"), false).is_empty());
+        c.flags.metallb_speaker = false;
+        assert!(announcers(&c, ip("10.0.0.5"), false).is_empty());
+        assert_eq!(announcers(&c, ip("10.0.0.5"), true).len(), 1);
+    }
+}

@@ -339,3 +339,72 @@ pub fn mlb_allows(pool: &MlbPool, ip: std::net::IpAddr) -> bool {
     let buggy = family == Family::V4 && matches!(v & 0xff, 0 | 255);
     pool.ranges.iter().any(|r| r.contains((family, v))) && !(pool.avoid_buggy && buggy)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn items(text: &str) -> Vec<Value> {
+        serde_yaml::Deserializer::from_str(text)
+            .map(|d| serde::Deserialize::deserialize(d).unwrap())
+            .collect()
+    }
+
+    /// cozystack's umbrella chart nests MetalLB's values under `metallb:`; Cilium's
+    /// `l2announcements.enabled` comes from its release; Nodes, speaker Pods, live pool
+    /// conflicts and creation order are read.
+    #[test]
+    fn processes_and_cluster_objects() {
+        let s = snapshot(&items(
+            r#"
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: metallb, namespace: cozy-metallb}
+spec:
+  chart: {spec: {chart: cozy-metallb}}
+  values: {metallb: {speaker: {enabled: false}, controller: {enabled: false}}}
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: cilium, namespace: kube-system}
+spec:
+  chart: {spec: {chart: cilium}}
+  values: {l2announcements: {enabled: true}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {conditions: [{type: NetworkUnavailable, status: "True"}]}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n2}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: speaker-x, namespace: metallb-system, labels: {app.kubernetes.io/component: speaker}}
+spec: {nodeName: n2}
+---
+apiVersion: cilium.io/v2
+kind: CiliumLoadBalancerIPPool
+metadata: {name: b, creationTimestamp: "2025-01-01T00:00:00Z"}
+spec: {blocks: [{start: 10.0.0.1, stop: 10.0.0.9}], disabled: true}
+status: {conditions: [{type: cilium.io/PoolConflict, status: "True"}]}
+---
+apiVersion: cilium.io/v2
+kind: CiliumLoadBalancerIPPool
+metadata: {name: a, creationTimestamp: "2026-01-01T00:00:00Z"}
+spec: {blocks: [{cidr: 10.0.1.0/24}], allowFirstLastIPs: "No"}
+"#,
+        ));
+        assert_eq!(s.metallb, Some((false, false)));
+        assert_eq!(s.cilium.as_ref().map(|c| c.0), Some(true));
+        let c = &s.cluster;
+        assert!(c.nodes[0].network_unavailable && !c.nodes[0].speaker_pod);
+        assert!(!c.nodes[1].network_unavailable && c.nodes[1].speaker_pod);
+        assert_eq!((c.cilium_pools["b"].created, c.cilium_pools["a"].created), (0, 1));
+        assert!(c.cilium_pools["b"].disabled && c.conflicting.contains("b"));
+        let a = &c.cilium_pools["a"].blocks[0];
+        assert!(!a.allows("10.0.1.0".parse().unwrap()) && a.allows("10.0.1.1".parse().unwrap()));
+    }
+}

@@ -403,3 +403,6 @@ fn random_walks(
 pub fn describe(changes: &[Change]) -> BTreeSet<String> {
     changes.iter().map(ToString::to_string).collect()
 }
+
+#[cfg(test)]
+mod tests;
