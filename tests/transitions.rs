@@ -4,14 +4,17 @@
 //! plan shows none in any explored order (or, where no plan is safe, the fix is shown to fail
 //! too). Each test names the upstream rule it rests on.
 
-use cutover::modes::announcer::model::explore::Change;
-use cutover::modes::announcer::model::{Invariant, Options, Report, Transition, explore};
-use cutover::modes::announcer::model::state::SvcKey;
 use cutover::modes::announcer::model::CiliumVersion;
+use cutover::modes::announcer::model::explore::Change;
+use cutover::modes::announcer::model::state::SvcKey;
+use cutover::modes::announcer::model::{Invariant, Options, Report, Transition, explore};
 use serde_yaml::Value;
 
 fn load(case: &str, file: &str) -> Vec<Value> {
-    let path = format!("{}/tests/transitions/{case}/{file}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/tests/transitions/{case}/{file}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     serde_yaml::Deserializer::from_str(&text)
         .map(|d| Value::deserialize(d).unwrap())
@@ -26,10 +29,19 @@ fn opts(version: &str) -> Options {
 }
 
 fn run(case: &str, live: &str, before: &str, after: &str, o: Options) -> Report {
-    let t = Transition::new(&load(case, live), &load(case, before), &load(case, after), o);
+    let t = Transition::new(
+        &load(case, live),
+        &load(case, before),
+        &load(case, after),
+        o,
+    );
     let r = explore(&t);
     eprintln!("{case} {live} {before} -> {after}:\n{r}");
-    assert!(r.exhaustive, "{case}: the search was not exhaustive ({} states)", r.states);
+    assert!(
+        r.exhaustive,
+        "{case}: the search was not exhaustive ({} states)",
+        r.states
+    );
     r
 }
 
@@ -53,7 +65,10 @@ fn broken(r: &Report, inv: Invariant, s: &SvcKey) -> bool {
 fn sharing_auto_assigned_on_1_16_2() {
     let c = "sharing-auto";
     let naive = run(c, "live.yaml", "before.yaml", "naive.yaml", opts("1.16.2"));
-    assert!(broken(&naive, Invariant::IpKept, &svc("web", "a")) || broken(&naive, Invariant::IpKept, &svc("web", "b")));
+    assert!(
+        broken(&naive, Invariant::IpKept, &svc("web", "a"))
+            || broken(&naive, Invariant::IpKept, &svc("web", "b"))
+    );
     let mut o = opts("1.16.2");
     o.services_first = true;
     let fixed = run(c, "live.yaml", "before.yaml", "fixed.yaml", o.clone());
@@ -80,7 +95,9 @@ fn sharing_key_over_several_ips_on_1_19() {
         .map(|v| v.finding.detail.clone())
         .collect();
     assert!(
-        moved.iter().any(|d| d.starts_with("status is [10.0.0.5], live it was [10.0.0.6]")),
+        moved
+            .iter()
+            .any(|d| d.starts_with("status is [10.0.0.5], live it was [10.0.0.6]")),
         "{naive}"
     );
     let fixed = run(c, "live.yaml", "before.yaml", "fixed.yaml", o);
@@ -103,7 +120,10 @@ fn dormant_lbipam_with_several_pools() {
     let c = "dormant-pools";
     let naive = run(c, "live.yaml", "before.yaml", "naive.yaml", opts("1.18.2"));
     assert!(
-        naive.of(Invariant::IpKept).iter().any(|v| v.finding.detail.starts_with("status is [10.0.0.")
+        naive.of(Invariant::IpKept).iter().any(|v| v
+            .finding
+            .detail
+            .starts_with("status is [10.0.0.")
             && v.finding.service == svc("web", "s1")),
         "{naive}"
     );
@@ -111,7 +131,10 @@ fn dormant_lbipam_with_several_pools() {
     o.services_first = true;
     let pinned = run(c, "live.yaml", "before.yaml", "pinned.yaml", o.clone());
     assert!(
-        pinned.of(Invariant::IpKept).iter().any(|v| v.finding.detail.starts_with("status is []")),
+        pinned
+            .of(Invariant::IpKept)
+            .iter()
+            .any(|v| v.finding.detail.starts_with("status is []")),
         "pinning alone should leave a transient strip: {pinned}"
     );
     o.operator_stopped_during_apply = true;
@@ -135,9 +158,14 @@ fn live_cilium_pool_overlapping_a_metallb_range() {
     let c = "conflicting-pool";
     for after in ["naive.yaml", "pinned.yaml"] {
         let r = run(c, "live.yaml", "before.yaml", after, opts("1.19.2"));
-        assert!(broken(&r, Invariant::IpKept, &svc("web", "a")), "{after}: {r}");
         assert!(
-            r.of(Invariant::IpKept).iter().any(|v| v.finding.detail.starts_with("status is []")),
+            broken(&r, Invariant::IpKept, &svc("web", "a")),
+            "{after}: {r}"
+        );
+        assert!(
+            r.of(Invariant::IpKept)
+                .iter()
+                .any(|v| v.finding.detail.starts_with("status is []")),
             "{after}: {r}"
         );
     }
@@ -150,7 +178,10 @@ fn live_cilium_pool_overlapping_a_metallb_range() {
 fn l2_policy_live_during_prepare() {
     let c = "live-policy";
     let naive = run(c, "live.yaml", "before.yaml", "naive.yaml", opts("1.19.2"));
-    assert!(broken(&naive, Invariant::OneAnnouncer, &svc("web", "a")), "{naive}");
+    assert!(
+        broken(&naive, Invariant::OneAnnouncer, &svc("web", "a")),
+        "{naive}"
+    );
     let fixed = run(c, "live.yaml", "before.yaml", "fixed.yaml", opts("1.19.2"));
     assert!(fixed.violations.is_empty(), "{fixed}");
 }
@@ -166,7 +197,10 @@ fn cutover_prunes_pools_while_the_controller_runs() {
     o.may_leave_unannounced = true;
     let naive = run(c, "live.yaml", "before.yaml", "fixed.yaml", o.clone());
     assert!(
-        naive.of(Invariant::IpKept).iter().any(|v| v.finding.detail.starts_with("status is []")),
+        naive
+            .of(Invariant::IpKept)
+            .iter()
+            .any(|v| v.finding.detail.starts_with("status is []")),
         "{naive}"
     );
     let fixed = run(
@@ -189,11 +223,16 @@ fn excluded_nodes() {
     let c = "excluded-nodes";
     let mut o = opts("1.19.2");
     o.may_leave_unannounced = true;
-    let (live, before) = ("live-controller-stopped.yaml", "before-controller-stopped.yaml");
+    let (live, before) = (
+        "live-controller-stopped.yaml",
+        "before-controller-stopped.yaml",
+    );
     let naive = run(c, live, before, "naive.yaml", o.clone());
     let new_node = naive.of(Invariant::NoNewNode);
     assert!(
-        new_node.iter().any(|v| v.finding.detail.contains("\"cp1\"")),
+        new_node
+            .iter()
+            .any(|v| v.finding.detail.contains("\"cp1\"")),
         "{naive}"
     );
     let fixed = run(c, live, before, "fixed.yaml", o);

@@ -171,7 +171,12 @@ pub fn check(base: &Baseline, cluster: &Cluster, may_leave_unannounced: bool) ->
             let live_nodes = base.metallb_nodes.get(ip);
             let was_announced = live_nodes.is_some_and(|n| !n.is_empty());
             let kept = base.status.get(key).is_some_and(|l| l.contains(ip));
-            if kept && was_announced && mlb.is_empty() && cilium.is_empty() && !may_leave_unannounced {
+            if kept
+                && was_announced
+                && mlb.is_empty()
+                && cilium.is_empty()
+                && !may_leave_unannounced
+            {
                 finding(Invariant::Announced, "nobody answers ARP for it".into());
             }
             if let Some(live_nodes) = live_nodes.filter(|n| !n.is_empty()) {
@@ -213,7 +218,10 @@ mod tests {
         policy(&mut c, "all", None);
         c.flags.l2_announcements = true;
         let f = check(&base, &c, false);
-        assert_eq!(names(&f), vec![Invariant::OneAnnouncer, Invariant::NoNewNode]);
+        assert_eq!(
+            names(&f),
+            vec![Invariant::OneAnnouncer, Invariant::NoNewNode]
+        );
         // (c): nobody announces; allowed inside the ARP window only.
         c.flags.l2_announcements = false;
         c.flags.metallb_speaker = false;

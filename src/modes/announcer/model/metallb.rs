@@ -52,7 +52,10 @@ fn sharing_key(spec: &ServiceSpec) -> &str {
 fn admits(pool: &MlbPool, key: &SvcKey, spec: &ServiceSpec) -> bool {
     (pool.namespaces.is_empty() || pool.namespaces.contains(&key.namespace))
         && (pool.service_selectors.is_empty()
-            || pool.service_selectors.iter().any(|s| s.matches(&spec.labels)))
+            || pool
+                .service_selectors
+                .iter()
+                .any(|s| s.matches(&spec.labels)))
 }
 
 impl MetalLb {
@@ -69,7 +72,10 @@ impl MetalLb {
 
     /// Another Service holds `ip` and may not share it (`checkSharing`).
     fn in_use(&self, cluster: &Cluster, key: &SvcKey, ip: IpAddr) -> bool {
-        let mine = cluster.services.get(key).map_or("", |s| sharing_key(&s.spec));
+        let mine = cluster
+            .services
+            .get(key)
+            .map_or("", |s| sharing_key(&s.spec));
         self.assigned.iter().any(|(other, (_, ips))| {
             other != key
                 && ips.contains(&ip)
@@ -103,7 +109,12 @@ impl MetalLb {
     }
 
     /// `AllocateFromPool`: the first address of the pool the Service may use.
-    fn from_pool(&mut self, cluster: &Cluster, key: &SvcKey, name: &str) -> Option<IpAddr> {
+    fn allocate_from_pool(
+        &mut self,
+        cluster: &Cluster,
+        key: &SvcKey,
+        name: &str,
+    ) -> Option<IpAddr> {
         let pool = cluster.mlb_pools.get(name)?;
         for r in &pool.ranges {
             let end = r.end.min(r.start.saturating_add(1 << 16));
@@ -130,7 +141,10 @@ impl MetalLb {
             };
         }
         if let Some(pool) = annotation(&svc.spec, "address-pool") {
-            return self.from_pool(cluster, key, pool).into_iter().collect();
+            return self
+                .allocate_from_pool(cluster, key, pool)
+                .into_iter()
+                .collect();
         }
         let auto: Vec<String> = cluster
             .mlb_pools
@@ -139,7 +153,7 @@ impl MetalLb {
             .map(|(n, _)| n.clone())
             .collect();
         auto.iter()
-            .find_map(|p| self.from_pool(cluster, key, p))
+            .find_map(|p| self.allocate_from_pool(cluster, key, p))
             .into_iter()
             .collect()
     }
@@ -153,7 +167,12 @@ impl MetalLb {
             self.assigned.remove(key);
             return None;
         };
-        if svc.spec.class.as_deref().is_some_and(|c| c != METALLB_CLASS) {
+        if svc
+            .spec
+            .class
+            .as_deref()
+            .is_some_and(|c| c != METALLB_CLASS)
+        {
             return None;
         }
         let mut ips = svc.status.clone();
@@ -200,7 +219,10 @@ pub fn announcers(cluster: &Cluster, ip: IpAddr, assume_running: bool) -> BTreeS
         for advert in cluster.adverts.values() {
             let covers = (advert.pools.is_empty() && advert.pool_selectors.is_empty())
                 || advert.pools.contains(name)
-                || advert.pool_selectors.iter().any(|s| s.matches(&pool.labels));
+                || advert
+                    .pool_selectors
+                    .iter()
+                    .any(|s| s.matches(&pool.labels));
             if !covers {
                 continue;
             }
@@ -209,7 +231,10 @@ pub fn announcers(cluster: &Cluster, ip: IpAddr, assume_running: bool) -> BTreeS
                     && !node.network_unavailable
                     && !node.labels.contains_key(EXCLUDE_LABEL);
                 let selected = advert.node_selectors.is_empty()
-                    || advert.node_selectors.iter().any(|s| s.matches(&node.labels));
+                    || advert
+                        .node_selectors
+                        .iter()
+                        .any(|s| s.matches(&node.labels));
                 if eligible && selected {
                     out.insert(node.name.clone());
                 }
@@ -249,7 +274,13 @@ mod tests {
         let mut c = empty();
         mpool(&mut c, "a", "10.0.0.0", "10.0.0.15", true);
         service(&mut c, "s", 80, &[], &["10.0.0.9"]);
-        service(&mut c, "r", 81, &[("metallb.io/loadBalancerIPs", "10.0.0.7")], &[]);
+        service(
+            &mut c,
+            "r",
+            81,
+            &[("metallb.io/loadBalancerIPs", "10.0.0.7")],
+            &[],
+        );
         let mut m = MetalLb::default();
         assert_eq!(m.converge(&c, &key("s")), None);
         c.services.get_mut(&key("s")).unwrap().status = vec![ip("10.9.9.9")];

@@ -16,10 +16,10 @@ pub mod metallb;
 pub mod read;
 pub mod state;
 
-pub use explore::{Event, Options, Report, Transition, explore};
-pub use invariants::{Invariant, Violation};
 /// The Cilium release number the model is run for.
 pub use super::version::CiliumVersion;
+pub use explore::{Event, Options, Report, Transition, explore};
+pub use invariants::{Invariant, Violation};
 
 #[cfg(test)]
 mod testkit;

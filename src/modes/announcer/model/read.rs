@@ -17,8 +17,8 @@ use super::super::ipam::{CiliumBlock, Family};
 use super::super::service::LbService;
 use super::super::values;
 use super::state::{
-    Advert, Block, CPool, Cluster, Flags, L2Policy, MlbPool, Node, Selector, Service,
-    ServiceSpec, SvcKey, ip_list,
+    Advert, Block, CPool, Cluster, Flags, L2Policy, MlbPool, Node, Selector, Service, ServiceSpec,
+    SvcKey, ip_list,
 };
 
 /// What a set of items says, in the model's terms.
@@ -42,7 +42,10 @@ pub fn snapshot(items: &[Value]) -> Snapshot {
     let cilium = inv.cilium.first().map(|release| {
         let v = values::effective_cilium_values(&items[release.index], release);
         let l2 = helm::as_bool(get_path(&v, &path(&[], &["l2announcements", "enabled"])));
-        (l2 == Some(true), serde_yaml::to_string(&v).unwrap_or_default())
+        (
+            l2 == Some(true),
+            serde_yaml::to_string(&v).unwrap_or_default(),
+        )
     });
     let protocol_diff = inv
         .cilium
@@ -116,7 +119,10 @@ fn ports(item: &Value) -> Vec<(i32, String)> {
 }
 
 fn selectors(list: &[LabelSelector]) -> Vec<Selector> {
-    list.iter().cloned().map(|s| Selector::new(Some(s))).collect()
+    list.iter()
+        .cloned()
+        .map(|s| Selector::new(Some(s)))
+        .collect()
 }
 
 fn mlb_pools(inv: &Inventory) -> BTreeMap<String, MlbPool> {
@@ -402,7 +408,10 @@ spec: {blocks: [{cidr: 10.0.1.0/24}], allowFirstLastIPs: "No"}
         let c = &s.cluster;
         assert!(c.nodes[0].network_unavailable && !c.nodes[0].speaker_pod);
         assert!(!c.nodes[1].network_unavailable && c.nodes[1].speaker_pod);
-        assert_eq!((c.cilium_pools["b"].created, c.cilium_pools["a"].created), (0, 1));
+        assert_eq!(
+            (c.cilium_pools["b"].created, c.cilium_pools["a"].created),
+            (0, 1)
+        );
         assert!(c.cilium_pools["b"].disabled && c.conflicting.contains("b"));
         let a = &c.cilium_pools["a"].blocks[0];
         assert!(!a.allows("10.0.1.0".parse().unwrap()) && a.allows("10.0.1.1".parse().unwrap()));

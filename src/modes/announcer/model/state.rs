@@ -50,7 +50,9 @@ impl Selector {
     }
     /// Whether it selects an object with these labels.
     pub fn matches(&self, labels: &Labels) -> bool {
-        self.sel.as_ref().is_none_or(|s| selector::matches(s, labels))
+        self.sel
+            .as_ref()
+            .is_none_or(|s| selector::matches(s, labels))
     }
     /// Canonical text, for messages.
     pub fn canonical(&self) -> &str {
@@ -247,7 +249,10 @@ pub fn cilium_labels(key: &SvcKey, spec: &ServiceSpec) -> Labels {
         super::super::cilium::SVC_NAMESPACE_LABEL.into(),
         key.namespace.clone(),
     );
-    l.insert(super::super::cilium::SVC_NAME_LABEL.into(), key.name.clone());
+    l.insert(
+        super::super::cilium::SVC_NAME_LABEL.into(),
+        key.name.clone(),
+    );
     l
 }
 

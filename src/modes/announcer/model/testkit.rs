@@ -9,8 +9,8 @@ use super::super::ipam::{Family, Interval};
 use super::super::version::CiliumVersion;
 use super::lbipam::{Ctx, LbIpam, Quirks};
 use super::state::{
-    Advert, Block, CPool, Cluster, Flags, L2Policy, MlbPool, Node, Selector, Service,
-    ServiceSpec, SvcKey, ip_value,
+    Advert, Block, CPool, Cluster, Flags, L2Policy, MlbPool, Node, Selector, Service, ServiceSpec,
+    SvcKey, ip_value,
 };
 
 pub fn ip(s: &str) -> IpAddr {

@@ -106,13 +106,43 @@ pub fn changes(
             out.push((Change::Apply(ObjRef::Service(k.clone())), Stage::Apply));
         }
     }
-    objects(&l.mlb_pools, &b.mlb_pools, &a.mlb_pools, ObjRef::MetalLbPool, &mut out, |x, y| x == y);
-    objects(&l.adverts, &b.adverts, &a.adverts, ObjRef::Advert, &mut out, |x, y| x == y);
-    objects(&l.cilium_pools, &b.cilium_pools, &a.cilium_pools, ObjRef::CiliumPool, &mut out, |x, y| {
-        x.same_spec(y)
-    });
-    objects(&l.policies, &b.policies, &a.policies, ObjRef::Policy, &mut out, |x, y| x == y);
-    for k in b.services.keys().filter(|k| !a.services.contains_key(*k) && l.services.contains_key(*k)) {
+    objects(
+        &l.mlb_pools,
+        &b.mlb_pools,
+        &a.mlb_pools,
+        ObjRef::MetalLbPool,
+        &mut out,
+        |x, y| x == y,
+    );
+    objects(
+        &l.adverts,
+        &b.adverts,
+        &a.adverts,
+        ObjRef::Advert,
+        &mut out,
+        |x, y| x == y,
+    );
+    objects(
+        &l.cilium_pools,
+        &b.cilium_pools,
+        &a.cilium_pools,
+        ObjRef::CiliumPool,
+        &mut out,
+        |x, y| x.same_spec(y),
+    );
+    objects(
+        &l.policies,
+        &b.policies,
+        &a.policies,
+        ObjRef::Policy,
+        &mut out,
+        |x, y| x == y,
+    );
+    for k in b
+        .services
+        .keys()
+        .filter(|k| !a.services.contains_key(*k) && l.services.contains_key(*k))
+    {
         out.push((Change::Prune(ObjRef::Service(k.clone())), Stage::Prune));
     }
     let removed = before.metallb.is_some() && after.metallb.is_none();
@@ -174,7 +204,8 @@ pub fn merge(live: &ServiceSpec, before: Option<&ServiceSpec>, after: &ServiceSp
     let mut annotations = live.annotations.clone();
     if let Some(b) = before {
         labels.retain(|k, _| !b.labels.contains_key(k) || after.labels.contains_key(k));
-        annotations.retain(|k, _| !b.annotations.contains_key(k) || after.annotations.contains_key(k));
+        annotations
+            .retain(|k, _| !b.annotations.contains_key(k) || after.annotations.contains_key(k));
     }
     labels.extend(after.labels.clone());
     annotations.extend(after.annotations.clone());
@@ -189,10 +220,15 @@ impl Transition {
         let (a, b) = (&self.after.cluster, &self.before.cluster);
         match change {
             Change::Apply(ObjRef::Service(k)) | Change::Prune(ObjRef::Service(k)) => {
-                match a.services.get(k).filter(|_| matches!(change, Change::Apply(_))) {
+                match a
+                    .services
+                    .get(k)
+                    .filter(|_| matches!(change, Change::Apply(_)))
+                {
                     Some(svc) => {
                         let entry = w.cluster.services.entry(k.clone()).or_insert(svc.clone());
-                        entry.spec = merge(&entry.spec, b.services.get(k).map(|s| &s.spec), &svc.spec);
+                        entry.spec =
+                            merge(&entry.spec, b.services.get(k).map(|s| &s.spec), &svc.spec);
                     }
                     None => {
                         w.cluster.services.remove(k);
@@ -201,7 +237,9 @@ impl Transition {
                 service_changed(w, k);
             }
             Change::Apply(ObjRef::MetalLbPool(n)) => {
-                w.cluster.mlb_pools.insert(n.clone(), a.mlb_pools[n].clone());
+                w.cluster
+                    .mlb_pools
+                    .insert(n.clone(), a.mlb_pools[n].clone());
                 metallb_config_changed(w);
             }
             Change::Prune(ObjRef::MetalLbPool(n)) => {
@@ -265,7 +303,9 @@ impl Transition {
                 w.lbipam.init_service(&cx, k, false).into_iter().collect()
             }
             Event::LbIpamService(k) => w.lbipam.service_event(&cx, k).into_iter().collect(),
-            Event::LbIpamStaleService(k) => w.lbipam.init_service(&cx, k, true).into_iter().collect(),
+            Event::LbIpamStaleService(k) => {
+                w.lbipam.init_service(&cx, k, true).into_iter().collect()
+            }
             Event::MetalLbConverge(k) => {
                 if let Some(status) = w.metallb.converge(&w.cluster, k) {
                     set_status(&mut w.cluster, k, status);

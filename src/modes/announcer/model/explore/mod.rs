@@ -222,9 +222,11 @@ impl Transition {
                 .any(|((_, s), d)| *s == stage && !d)
         };
         let (applying, pruning) = (pending(Stage::Apply), pending(Stage::Prune));
-        let services_pending = self.changes.iter().zip(&w.done).any(|((c, _), d)| {
-            !d && matches!(c, Change::Apply(ObjRef::Service(_)))
-        });
+        let services_pending = self
+            .changes
+            .iter()
+            .zip(&w.done)
+            .any(|((c, _), d)| !d && matches!(c, Change::Apply(ObjRef::Service(_))));
         let mut out = Vec::new();
         for ((c, stage), done) in self.changes.iter().zip(&w.done) {
             let open = match stage {

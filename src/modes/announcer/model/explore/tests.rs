@@ -39,7 +39,10 @@ fn changes_of_a_transition() {
         metallb("{speaker: {enabled: false}, controller: {enabled: false}}")
     );
     let t = transition(&live, &before, &stop);
-    assert_eq!(t.changes(), vec![Change::SpeakerStops, Change::ControllerStops]);
+    assert_eq!(
+        t.changes(),
+        vec![Change::SpeakerStops, Change::ControllerStops]
+    );
     assert!(t.changes.iter().all(|(_, s)| *s == Stage::Apply));
     let t = transition(&live, &before, SVC);
     assert_eq!(
@@ -63,8 +66,16 @@ fn stages_gate_events() {
     let mut t = transition(&live, &before, &after);
     let w = t.initial();
     let first = t.enabled(&w);
-    assert!(first.contains(&Event::Change(Change::Apply(ObjRef::CiliumPool("p".into())))));
-    assert!(!first.iter().any(|e| matches!(e, Event::Change(Change::Prune(_)))));
+    assert!(
+        first.contains(&Event::Change(Change::Apply(ObjRef::CiliumPool(
+            "p".into()
+        ))))
+    );
+    assert!(
+        !first
+            .iter()
+            .any(|e| matches!(e, Event::Change(Change::Prune(_))))
+    );
     t.options.services_first = true;
     let first = t.enabled(&w);
     assert_eq!(

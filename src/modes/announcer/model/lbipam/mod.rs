@@ -140,7 +140,10 @@ impl Quirks {
     }
     /// `getSVCSharingKey`.
     pub fn sharing_key<'a>(&self, spec: &'a ServiceSpec) -> &'a str {
-        let keys = self.keys("lbipam.cilium.io/sharing-key", "io.cilium/lb-ipam-sharing-key");
+        let keys = self.keys(
+            "lbipam.cilium.io/sharing-key",
+            "io.cilium/lb-ipam-sharing-key",
+        );
         spec.annotation(&keys).unwrap_or("")
     }
     fn cross_namespace<'a>(&self, spec: &'a ServiceSpec) -> Vec<&'a str> {
@@ -170,8 +173,11 @@ impl Ctx<'_> {
     /// `isResponsibleForSVC` with `defaultLBServiceIPAM: lbipam` (the chart default, which
     /// the announcer requires): no class, or Cilium's L2 announcer class.
     fn responsible(&self, key: &SvcKey) -> bool {
-        self.spec(key)
-            .is_some_and(|s| s.class.as_deref().is_none_or(|c| c == "io.cilium/l2-announcer"))
+        self.spec(key).is_some_and(|s| {
+            s.class
+                .as_deref()
+                .is_none_or(|c| c == "io.cilium/l2-announcer")
+        })
     }
 
     /// `ServiceView.isCompatible` (service_store.go), with the per-release rules of
@@ -195,10 +201,13 @@ impl Ctx<'_> {
                 return false;
             }
         }
-        let clash = |pa: &(i32, String), pb: &(i32, String)| {
-            pa.0 == pb.0 && (!q.protocols || pa.1 == pb.1)
-        };
-        if sa.ports.iter().any(|pa| sb.ports.iter().any(|pb| clash(pa, pb))) {
+        let clash =
+            |pa: &(i32, String), pb: &(i32, String)| pa.0 == pb.0 && (!q.protocols || pa.1 == pb.1);
+        if sa
+            .ports
+            .iter()
+            .any(|pa| sb.ports.iter().any(|pb| clash(pa, pb)))
+        {
             return false;
         }
         if sa.etp_local != sb.etp_local {
@@ -212,7 +221,9 @@ impl Ctx<'_> {
             if sa.selector.is_empty() || sb.selector.is_empty() {
                 return false;
             }
-            if sa.selector != sb.selector && !(q.rules.permit_different_pods && permit(sa) && permit(sb)) {
+            if sa.selector != sb.selector
+                && !(q.rules.permit_different_pods && permit(sa) && permit(sb))
+            {
                 return false;
             }
         }
@@ -394,9 +405,8 @@ impl LbIpam {
                 continue;
             };
             if self.alloc.contains_key(&ip) {
-                let shares = cx.q.import_shares
-                    && has_key
-                    && self.compatible_with_holders(cx, key, ip);
+                let shares =
+                    cx.q.import_shares && has_key && self.compatible_with_holders(cx, key, ip);
                 if !shares {
                     continue;
                 }
@@ -423,7 +433,9 @@ impl LbIpam {
             return requested.iter().all(|r| view.status.contains(r));
         }
         let (v4, v6) = families(&requested, &view.status);
-        !(v4 && !view.status.iter().any(|i| !is_v6(i)) || v6 && !view.status.iter().any(is_v6))
+        let has_v4 = view.status.iter().any(|i| !is_v6(i));
+        let has_v6 = view.status.iter().any(is_v6);
+        (has_v4 || !v4) && (has_v6 || !v6)
     }
 
     /// `satisfyService`: specific or generic requests, then every allocated IP missing from
@@ -452,7 +464,9 @@ impl LbIpam {
     /// `satisfySpecificIPRequests`: each requested IP from the range holding it; an IP held by
     /// others is joined only with a sharing key and when compatible with every holder.
     fn satisfy_specific(&mut self, cx: &Ctx<'_>, key: &SvcKey, requested: &[IpAddr]) {
-        let has_key = cx.spec(key).is_some_and(|s| !cx.q.sharing_key(s).is_empty());
+        let has_key = cx
+            .spec(key)
+            .is_some_and(|s| !cx.q.sharing_key(s).is_empty());
         for &ip in requested {
             if self.view(key).allocated.iter().any(|(a, _)| *a == ip) {
                 continue;
@@ -477,16 +491,26 @@ impl LbIpam {
         let (v4, v6) = families(&[], &status);
         for want_v6 in [false, true] {
             let wanted = if want_v6 { v6 } else { v4 };
-            let has = self.view(key).allocated.iter().any(|(a, _)| is_v6(a) == want_v6);
+            let has = self
+                .view(key)
+                .allocated
+                .iter()
+                .any(|(a, _)| is_v6(a) == want_v6);
             if !wanted || has {
                 continue;
             }
             let k = cx.q.sharing_key(spec);
-            let shared = self.key_index.get(k).into_iter().flatten().copied().find(|ip| {
-                is_v6(ip) == want_v6
-                    && self.alloc.get(ip).is_some_and(|(_, h)| !h.is_empty())
-                    && self.compatible_with_holders(cx, key, *ip)
-            });
+            let shared = self
+                .key_index
+                .get(k)
+                .into_iter()
+                .flatten()
+                .copied()
+                .find(|ip| {
+                    is_v6(ip) == want_v6
+                        && self.alloc.get(ip).is_some_and(|(_, h)| !h.is_empty())
+                        && self.compatible_with_holders(cx, key, *ip)
+                });
             let pick = match shared.filter(|_| !k.is_empty()) {
                 Some(ip) => self.alloc.get(&ip).map(|(p, _)| (ip, p.clone())),
                 None => self.allocate_any(cx, key, want_v6),
@@ -598,7 +622,11 @@ impl LbIpam {
                 }
                 if self.overlap(outer, inner) {
                     let (po, pi) = (&self.pools[outer].0, &self.pools[inner].0);
-                    let newer = if (po.created, outer) < (pi.created, inner) { inner } else { outer };
+                    let newer = if (po.created, outer) < (pi.created, inner) {
+                        inner
+                    } else {
+                        outer
+                    };
                     self.conflicting.insert(newer.clone());
                     break;
                 }

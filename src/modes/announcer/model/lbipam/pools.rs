@@ -131,8 +131,8 @@ impl LbIpam {
 
     /// The operator stops (scaled to 0): its memory is gone.
     pub fn stop(&mut self) {
-        let was_active = !self.pools.is_empty()
-            || matches!(self.mode, Mode::Stopped { was_active: true });
+        let was_active =
+            !self.pools.is_empty() || matches!(self.mode, Mode::Stopped { was_active: true });
         *self = LbIpam::dormant();
         self.mode = Mode::Stopped { was_active };
     }

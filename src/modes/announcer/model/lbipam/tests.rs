@@ -36,7 +36,9 @@ fn wakes_on_the_first_pool() {
     let mut ipam = LbIpam::dormant();
     let cx = Ctx { cluster: &c, q: &q };
     assert!(ipam.pool_event(&cx, "a").is_empty());
-    assert!(matches!(&ipam.mode, Mode::Initializing { pending, .. } if pending.contains(&key("s"))));
+    assert!(
+        matches!(&ipam.mode, Mode::Initializing { pending, .. } if pending.contains(&key("s")))
+    );
     // Only pool `a` is known: the IP of pool `b` is stripped, one of `a` allocated.
     let patch = ipam.init_service(&cx, &key("s"), false);
     assert_eq!(patch, Some((key("s"), vec![ip("10.0.0.0")])));
@@ -64,8 +66,20 @@ fn import_skips_the_sharing_key_on_1_16_2() {
 fn specific_request_shares_on_1_16_2() {
     let mut c = empty();
     cpool(&mut c, "p", "10.0.0.0", "10.0.0.15", None);
-    service(&mut c, "a", 80, &[(KEY, "k"), (IPS, "10.0.0.5")], &["10.0.0.5"]);
-    service(&mut c, "b", 443, &[(KEY, "k"), (IPS, "10.0.0.5")], &["10.0.0.5"]);
+    service(
+        &mut c,
+        "a",
+        80,
+        &[(KEY, "k"), (IPS, "10.0.0.5")],
+        &["10.0.0.5"],
+    );
+    service(
+        &mut c,
+        "b",
+        443,
+        &[(KEY, "k"), (IPS, "10.0.0.5")],
+        &["10.0.0.5"],
+    );
     let ipam = wake(&mut c, &quirks("1.16.2"), &["a", "b"]);
     assert_eq!(status(&c, "b"), vec![ip("10.0.0.5")]);
     assert_eq!(ipam.alloc[&ip("10.0.0.5")].1, vec![key("a"), key("b")]);
@@ -77,8 +91,20 @@ fn specific_request_shares_on_1_16_2() {
 fn incompatible_request_is_refused() {
     let mut c = empty();
     cpool(&mut c, "p", "10.0.0.0", "10.0.0.15", None);
-    service(&mut c, "a", 80, &[(KEY, "k"), (IPS, "10.0.0.5")], &["10.0.0.5"]);
-    service(&mut c, "b", 80, &[(KEY, "k"), (IPS, "10.0.0.5")], &["10.0.0.5"]);
+    service(
+        &mut c,
+        "a",
+        80,
+        &[(KEY, "k"), (IPS, "10.0.0.5")],
+        &["10.0.0.5"],
+    );
+    service(
+        &mut c,
+        "b",
+        80,
+        &[(KEY, "k"), (IPS, "10.0.0.5")],
+        &["10.0.0.5"],
+    );
     wake(&mut c, &quirks("1.19.2"), &["a", "b"]);
     assert!(status(&c, "b").is_empty());
 }
@@ -150,7 +176,10 @@ fn restart_race_below_1_18_2() {
         let cx = Ctx { cluster: &c, q: &q };
         let mut ipam = LbIpam::from_live(&cx);
         ipam.start(&cx);
-        assert!(matches!(ipam.mode, Mode::Initializing { stale: s, .. } if s == stale), "{v}");
+        assert!(
+            matches!(ipam.mode, Mode::Initializing { stale: s, .. } if s == stale),
+            "{v}"
+        );
         let patch = ipam.init_service(&cx, &key("free"), stale);
         let expect = stale.then(|| (key("free"), vec![ip("10.0.0.0")]));
         assert_eq!(patch, expect, "{v}");
@@ -171,7 +200,9 @@ fn pool_edit_reassigns_on_1_17_4() {
         c.cilium_pools.get_mut("p").unwrap().blocks[0].interval = interval("10.0.0.0", "10.0.0.31");
         let cx = Ctx { cluster: &c, q: &q };
         let patches = ipam.pool_event(&cx, "p");
-        let free_moved = patches.iter().any(|(k, st)| *k == key("free") && *st != vec![ip("10.0.0.6")]);
+        let free_moved = patches
+            .iter()
+            .any(|(k, st)| *k == key("free") && *st != vec![ip("10.0.0.6")]);
         assert_eq!(free_moved, moved, "{v}: {patches:?}");
         assert!(patches.iter().all(|(k, _)| *k != key("pinned")), "{v}");
     }
