@@ -252,3 +252,47 @@ fn operator_restart_on_1_18_1() {
     let fixed = run(c, "live.yaml", "before.yaml", "after.yaml", opts("1.18.2"));
     assert!(fixed.violations.is_empty(), "{fixed}");
 }
+
+/// `stop-speaker` with `controller.enabled: false`: the speaker and the controller stop, the IP
+/// stays, and the ARP window opens — a violation of (c) unless the transition declares it.
+#[test]
+fn stop_speaker_opens_the_arp_window() {
+    let c = "stop-speaker";
+    let r = run(c, "live.yaml", "before.yaml", "after.yaml", opts("1.19.2"));
+    assert_eq!(
+        r.changes,
+        vec![Change::SpeakerStops, Change::ControllerStops]
+    );
+    assert_eq!(r.violations.len(), 1, "{r}");
+    assert_eq!(r.violations[0].invariant(), Invariant::Announced);
+    assert_eq!(r.violations[0].trace.len(), 1);
+    let mut o = opts("1.19.2");
+    o.may_leave_unannounced = true;
+    let r = run(c, "live.yaml", "before.yaml", "after.yaml", o);
+    assert!(r.violations.is_empty(), "{r}");
+}
+
+/// Past the state bound the explorer samples seeded random walks and shrinks what it finds:
+/// the dormant-pools violation is found again, as short as the exhaustive search's, and the
+/// same seed gives the same report.
+#[test]
+fn random_walks_find_and_shrink() {
+    let c = "dormant-pools";
+    let mut o = opts("1.18.2");
+    o.max_states = 5;
+    o.walks = 50;
+    o.max_depth = 30;
+    let t = Transition::new(
+        &load(c, "live.yaml"),
+        &load(c, "before.yaml"),
+        &load(c, "naive.yaml"),
+        o,
+    );
+    let r = explore(&t);
+    assert!(!r.exhaustive);
+    let kept = r.of(Invariant::IpKept);
+    assert!(!kept.is_empty(), "{r}");
+    assert!(kept.iter().all(|v| v.trace.len() <= 3), "{r}");
+    let again = explore(&t);
+    assert_eq!(r.violations, again.violations);
+}

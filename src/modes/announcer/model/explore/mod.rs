@@ -8,9 +8,10 @@
 //! [`Report::exhaustive`].
 
 mod changes;
+mod shrink;
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::net::IpAddr;
@@ -358,6 +359,10 @@ pub fn explore(t: &Transition) -> Report {
     }
     if !exhaustive {
         random_walks(t, &start, &check, &mut found, &mut seen);
+        for (key, entry) in found.0.iter_mut() {
+            let same = |f: &Finding| (f.invariant, &f.service, f.ip) == (key.0, &key.1, key.2);
+            *entry = shrink::shrink(t, &start, entry.clone(), &check, &same);
+        }
     }
     Report {
         changes: t.changes(),
@@ -400,11 +405,3 @@ fn random_walks(
         }
     }
 }
-
-/// The names of the changes, for messages.
-pub fn describe(changes: &[Change]) -> BTreeSet<String> {
-    changes.iter().map(ToString::to_string).collect()
-}
-
-#[cfg(test)]
-mod tests;
