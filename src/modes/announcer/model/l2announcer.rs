@@ -1,13 +1,14 @@
 //! Cilium's L2 announcer (agent): which nodes may answer ARP for a Service's IPs.
 //!
-//! cilium/cilium `pkg/l2announcer/l2announcer.go` (1.19 branch point, research notes §7):
-//! with `l2announcements.enabled`, a policy selects a Service when its `serviceSelector`
-//! matches the Service's labels plus `io.kubernetes.service.namespace/name` (nil = all) and it
-//! announces `loadBalancerIPs`; every status IP of the Service — whoever wrote it — is then
-//! announced from ONE node elected (per Service, by lease) among the nodes its `nodeSelector`
-//! matches. There is no exclusion label. The model keeps the candidate set; a Cilium agent is
-//! assumed on every node. Services of another `loadBalancerClass` than Cilium's L2 class are
-//! skipped.
+//! cilium/cilium `pkg/l2announcer/l2announcer.go`: `upsertSvc` (read in a stored snapshot of
+//! the file) keeps Services with a status IP and no class or Cilium's L2 class, and matches
+//! each policy's `serviceSelector` against the Service's labels plus
+//! `io.kubernetes.service.namespace/name` (`svcAndMetaLabels`; nil = all); a policy applies
+//! on the nodes its `nodeSelector` matches and announces `loadBalancerIPs`; every status IP of
+//! the Service — whoever wrote it — is announced from ONE node elected per Service by lease.
+//! There is no exclusion label (research notes §7, 1.19 branch point). The model keeps the
+//! candidate set, assumes a Cilium agent on every node, and lets the announcer react at once
+//! (no lease delay, which only shortens windows the invariants look at).
 
 use std::collections::BTreeSet;
 

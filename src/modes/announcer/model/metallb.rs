@@ -1,14 +1,17 @@
 //! MetalLB's controller (IP allocation) and speaker (who answers ARP for an IP).
 //!
-//! Controller: metallb/metallb `controller/service.go` `convergeBalancer`, `clearServiceState`,
-//! `allocateIPs` and `controller/main.go` `SetBalancer` (v0.16.1: the cleared status is written
-//! even when convergence fails), allocator `internal/allocator/allocator.go` (`Assign`,
-//! `AllocateFromPool`, `Allocate`). Speaker: `speaker/layer2_controller.go` `ShouldAnnounce`
-//! and `internal/k8s/...` `speakersForPool` (v0.15.3, since v0.14.0). Simplified: the allocator's
-//! port and backend checks of sharing are reduced to "same `allow-shared-ip` key" (the model's
-//! cases never share across clashing ports), pools are tried in name order (MetalLB sorts by
-//! `serviceAllocation.priority` first), and `externalTrafficPolicy: Local`'s endpoint filter is
-//! not modelled (no endpoints in the model).
+//! Controller: read in metallb/metallb `controller/service.go` at `009c6a6fca`
+//! (`convergeBalancer`, `clearServiceState`, `allocateIPs`, `getDesiredLbIPs`) and
+//! `controller/main.go` `SetBalancer` (the version whose `convergeBalancer` returns an error
+//! writes the cleared status even when convergence fails; the research notes §7 read the same
+//! in v0.16.1). The allocator (`internal/allocator`: `Assign`, `AllocateFromPool`,
+//! `Allocate`) is modelled from those call sites, not re-read. Speaker: `speakersForPool` and
+//! `ShouldAnnounce` (v0.15.3, since v0.14.0) as the research notes §7 record them.
+//! Simplified: the allocator's port and backend checks of sharing are reduced to "same
+//! `allow-shared-ip` key" (the model's cases never share across clashing ports), pools are
+//! tried in name order (MetalLB sorts by `serviceAllocation.priority` first), the
+//! `ip-allocated-from-pool` annotation is not written, and `externalTrafficPolicy: Local`'s
+//! endpoint filter is not modelled (no endpoints in the model).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;

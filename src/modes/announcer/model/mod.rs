@@ -6,7 +6,11 @@
 //! - [`lbipam`], [`metallb`], [`l2announcer`]: one module per controller, each rule citing the
 //!   upstream file and ref it was read at.
 //! - [`invariants`]: the safety properties checked in every intermediate state.
-//! - [`explore`]: a transition's atomic changes and the search over their interleavings.
+//! - [`mod@explore`]: a transition's atomic changes and the search over their interleavings.
+//!
+//! Use: `explore(&Transition::new(live, previous_package, next_package, options))` returns a
+//! [`Report`] whose `violations` name the invariant, the Service and IP, and the shortest
+//! event sequence found.
 
 pub mod explore;
 pub mod invariants;

@@ -1,6 +1,6 @@
 //! The cluster as the controllers see it: plain typed data, no YAML. [`super::read`] builds it
 //! from KRM items; the controllers ([`super::lbipam`], [`super::metallb`],
-//! [`super::l2announcer`]) read and change it; [`super::explore`] clones it at every step, so
+//! [`super::l2announcer`]) read and change it; [`mod@super::explore`] clones it at every step, so
 //! everything here is `Clone + Eq + Hash` (selectors compare by their canonical text).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,7 +28,7 @@ impl fmt::Display for SvcKey {
     }
 }
 
-/// A label selector that compares and hashes by its canonical text ([`selector::canonical`]);
+/// A label selector that compares and hashes by its canonical text (`selector::canonical`);
 /// `None` (no selector) selects everything, as in both controllers.
 #[derive(Debug, Clone)]
 pub struct Selector {

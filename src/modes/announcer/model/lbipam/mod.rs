@@ -1,12 +1,16 @@
 //! Cilium LB-IPAM (the operator's `lbipam` cell), as far as it decides a Service's IPs.
 //!
-//! Read in cilium/cilium `operator/pkg/lbipam/lbipam.go` and `service_store.go` at main
-//! `079d9740ae` (lbipam.go) / `05af5c5fc7` (service_store.go), and at the release-branch
-//! points listed in the research notes §7 for the version quirks ([`Quirks`]). Function names
-//! below are upstream's. Deliberate simplifications: Go map iteration (random upstream) is
-//! replaced by key order inside one handler, while the order of handlers (which Service's event
-//! runs first) is left to the explorer; `AllocAny` hands out the lowest free address; the
-//! `IPAMRequestSatisfied` condition is not modelled (a patch that only changes it changes no IP).
+//! Read in cilium/cilium `operator/pkg/lbipam/lbipam.go` at `079d9740ae` (function names
+//! below are upstream's) and `service_store.go` at `05af5c5fc7` (`isSatisfied`, `svcLabels`;
+//! `isCompatible` changed over the releases, so its rules come from the announcer's per-release
+//! table `SharingRules` (`sharing.rs`)). The version quirks ([`Quirks`]) follow the research notes §7 (read
+//! at the release-branch points 1.15–1.19) and the cited issues; the mechanisms of the restart
+//! race (cilium/cilium#43131) and of pool edits (#40358) were not read in code and are
+//! modelled by their reported effect. Simplifications: Go map iteration (random upstream) is
+//! key order inside one handler, while which handler runs first is left to the explorer;
+//! `AllocAny` hands out the lowest free address; the `IPAMRequestSatisfied` condition is not
+//! modelled (a patch that only changes it changes no IP); IP families come from the IPs the
+//! Service shows (no `ipFamilies`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -80,7 +84,7 @@ pub struct LbIpam {
 /// Behaviour that differs between Cilium releases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Quirks {
-    /// `isCompatible` rules ([`SharingRules`], the announcer's per-release table).
+    /// `isCompatible` rules (`SharingRules` (`sharing.rs`), the announcer's per-release table).
     pub rules: SharingRules,
     /// Ports compare with their protocol.
     pub protocols: bool,
@@ -181,7 +185,7 @@ impl Ctx<'_> {
     }
 
     /// `ServiceView.isCompatible` (service_store.go), with the per-release rules of
-    /// [`SharingRules`]: same sharing key; same namespace unless both permit each other
+    /// `SharingRules` (`sharing.rs`): same sharing key; same namespace unless both permit each other
     /// (`sharing-cross-namespace`, 1.16+); no common port (by number, or number and
     /// protocol); same `externalTrafficPolicy`; both `Local` → equal non-empty selectors
     /// (unless both carry `sharing-permit-different-pods`, 1.21+).
