@@ -7,11 +7,11 @@
 //! in v0.16.1). The allocator (`internal/allocator`: `Assign`, `AllocateFromPool`,
 //! `Allocate`) is modelled from those call sites, not re-read. Speaker: `speakersForPool` and
 //! `ShouldAnnounce` (v0.15.3, since v0.14.0) as the research notes §7 record them.
-//! Simplified: the allocator's port and backend checks of sharing are reduced to "same
-//! `allow-shared-ip` key" (the model's cases never share across clashing ports), pools are
-//! tried in name order (MetalLB sorts by `serviceAllocation.priority` first), the
-//! `ip-allocated-from-pool` annotation is not written, and `externalTrafficPolicy: Local`'s
-//! endpoint filter is not modelled (no endpoints in the model).
+//! Simplified: sharing (`checkSharing`) is "same `allow-shared-ip` key, no common port and
+//! protocol, same selector under `Local`" (MetalLB compares backends by endpoints); the
+//! `ip-allocated-from-pool` annotation is not written; IP families are not checked; and
+//! `externalTrafficPolicy: Local`'s endpoint filter on announcing nodes is not modelled (no
+//! endpoints in the model).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -73,20 +73,27 @@ impl MetalLb {
         m
     }
 
-    /// Another Service holds `ip` and may not share it (`checkSharing`).
+    /// Another Service holds `ip` and may not share it (`checkSharing`): sharing needs the
+    /// same `allow-shared-ip` key, no port used by both with the same protocol, and, for
+    /// `externalTrafficPolicy: Local`, the same selector on both.
     fn in_use(&self, cluster: &Cluster, key: &SvcKey, ip: IpAddr) -> bool {
-        let mine = cluster
-            .services
-            .get(key)
-            .map_or("", |s| sharing_key(&s.spec));
+        let Some(mine) = cluster.services.get(key).map(|s| &s.spec) else {
+            return true;
+        };
+        let may_share = |other: &ServiceSpec| {
+            let k = sharing_key(mine);
+            let ports_free = !mine.ports.iter().any(|p| other.ports.contains(p));
+            let backends = !(mine.etp_local || other.etp_local)
+                || (mine.etp_local == other.etp_local && mine.selector == other.selector);
+            !k.is_empty() && k == sharing_key(other) && ports_free && backends
+        };
         self.assigned.iter().any(|(other, (_, ips))| {
             other != key
                 && ips.contains(&ip)
-                && (mine.is_empty()
-                    || cluster
-                        .services
-                        .get(other)
-                        .is_none_or(|s| sharing_key(&s.spec) != mine))
+                && cluster
+                    .services
+                    .get(other)
+                    .is_none_or(|s| !may_share(&s.spec))
         })
     }
 
@@ -149,12 +156,16 @@ impl MetalLb {
                 .into_iter()
                 .collect();
         }
-        let auto: Vec<String> = cluster
+        // `Allocate` tries auto-assign pools by `serviceAllocation.priority` (lower first,
+        // pools without one last), then by name.
+        let mut auto: Vec<(bool, i64, String)> = cluster
             .mlb_pools
             .iter()
             .filter(|(_, p)| p.auto_assign && admits(p, key, &svc.spec))
-            .map(|(n, _)| n.clone())
+            .map(|(n, p)| (p.priority.is_none(), p.priority.unwrap_or(0), n.clone()))
             .collect();
+        auto.sort();
+        let auto: Vec<String> = auto.into_iter().map(|(_, _, n)| n).collect();
         auto.iter()
             .find_map(|p| self.allocate_from_pool(cluster, key, p))
             .into_iter()
@@ -289,6 +300,29 @@ mod tests {
         c.services.get_mut(&key("s")).unwrap().status = vec![ip("10.9.9.9")];
         assert_eq!(m.converge(&c, &key("s")), Some(vec![ip("10.0.0.0")]));
         assert_eq!(m.converge(&c, &key("r")), Some(vec![ip("10.0.0.7")]));
+    }
+
+    /// `Allocate` prefers the auto-assign pool with the lowest priority; a second Service
+    /// joins an IP of its `allow-shared-ip` key unless a port clashes.
+    #[test]
+    fn priority_and_sharing() {
+        let mut c = empty();
+        mpool(&mut c, "a", "10.0.0.0", "10.0.0.15", true);
+        mpool(&mut c, "b", "10.0.1.0", "10.0.1.15", true);
+        c.mlb_pools.get_mut("b").unwrap().priority = Some(1);
+        let share = [("metallb.io/allow-shared-ip", "k")];
+        service(&mut c, "x", 80, &share, &[]);
+        service(&mut c, "y", 443, &share, &[]);
+        service(&mut c, "z", 80, &share, &[]);
+        let mut m = MetalLb::default();
+        for name in ["x", "y", "z"] {
+            let st = m.converge(&c, &key(name)).unwrap();
+            c.services.get_mut(&key(name)).unwrap().status = st;
+        }
+        let st = |n: &str| c.services[&key(n)].status.clone();
+        assert_eq!(st("x"), vec![ip("10.0.1.0")]);
+        assert_eq!(st("y"), vec![ip("10.0.1.0")]);
+        assert_eq!(st("z"), vec![ip("10.0.1.1")]);
     }
 
     /// `speakersForPool`: nodes labelled to be excluded, with `NetworkUnavailable` or without

@@ -137,6 +137,7 @@ fn mlb_pools(inv: &Inventory) -> BTreeMap<String, MlbPool> {
                 avoid_buggy: p.spec.avoid_buggy_ips,
                 namespaces: alloc.namespaces.clone(),
                 service_selectors: selectors(&alloc.service_selectors),
+                priority: alloc.priority,
             };
             (p.name.clone(), pool)
         })

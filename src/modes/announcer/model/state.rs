@@ -139,6 +139,8 @@ pub struct MlbPool {
     pub namespaces: Vec<String>,
     /// `spec.serviceAllocation.serviceSelectors` (OR; empty = all).
     pub service_selectors: Vec<Selector>,
+    /// `spec.serviceAllocation.priority` (lower first).
+    pub priority: Option<i64>,
 }
 
 /// A MetalLB L2Advertisement.

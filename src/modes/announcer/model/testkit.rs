@@ -88,6 +88,7 @@ pub fn mpool(c: &mut Cluster, name: &str, from: &str, to: &str, auto: bool) {
         avoid_buggy: false,
         namespaces: Vec::new(),
         service_selectors: Vec::new(),
+        priority: None,
     };
     c.mlb_pools.insert(name.into(), pool);
 }

@@ -405,3 +405,6 @@ fn random_walks(
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
