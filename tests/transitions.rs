@@ -5,9 +5,9 @@
 //! too). Each test names the upstream rule it rests on.
 
 use cutover::modes::announcer::model::CiliumVersion;
-use cutover::modes::announcer::model::explore::Change;
+use cutover::modes::announcer::model::explore::{Change, ObjRef};
 use cutover::modes::announcer::model::state::SvcKey;
-use cutover::modes::announcer::model::{Invariant, Options, Report, Transition, explore};
+use cutover::modes::announcer::model::{Invariant, Options, Report, Transition, explore, snapshot};
 use serde_yaml::Value;
 
 fn load(case: &str, file: &str) -> Vec<Value> {
@@ -137,6 +137,8 @@ fn dormant_lbipam_with_several_pools() {
             .any(|v| v.finding.detail.starts_with("status is []")),
         "pinning alone should leave a transient strip: {pinned}"
     );
+    // Transient: once the second pool is handled, the pinned IP is back.
+    assert!(pinned.after_settling.is_empty(), "{pinned}");
     o.operator_stopped_during_apply = true;
     let safe = run(c, "live.yaml", "before.yaml", "pinned.yaml", o.clone());
     assert!(safe.violations.is_empty(), "{safe}");
@@ -203,6 +205,8 @@ fn cutover_prunes_pools_while_the_controller_runs() {
             .any(|v| v.finding.detail.starts_with("status is []")),
         "{naive}"
     );
+    // A flap: LB-IPAM re-asserts the IP it holds once the controller is gone.
+    assert!(naive.after_settling.is_empty(), "{naive}");
     let fixed = run(
         c,
         "live-controller-stopped.yaml",
@@ -237,6 +241,7 @@ fn excluded_nodes() {
     );
     let fixed = run(c, live, before, "fixed.yaml", o);
     assert!(fixed.violations.is_empty(), "{fixed}");
+    assert!(fixed.after_settling.is_empty(), "{fixed}");
 }
 
 /// Changing Cilium's values restarts the operator; below 1.18.2 a restart may re-allocate the
@@ -295,4 +300,42 @@ fn random_walks_find_and_shrink() {
     assert!(kept.iter().all(|v| v.trace.len() <= 3), "{r}");
     let again = explore(&t);
     assert_eq!(r.violations, again.violations);
+}
+
+/// Phases chain: the settled state of `stop-speaker` is the live state of `cutover`. The ARP
+/// window is still open once `stop-speaker` settles; once `cutover` settles, Cilium answers
+/// for the IP and nothing was broken on the way.
+#[test]
+fn stop_speaker_then_cutover() {
+    let mut o = opts("1.19.2");
+    o.may_leave_unannounced = true;
+    let stop = Transition::new(
+        &load("stop-speaker", "live.yaml"),
+        &load("stop-speaker", "before.yaml"),
+        &load("stop-speaker", "after.yaml"),
+        o.clone(),
+    );
+    let r = explore(&stop);
+    assert!(r.violations.is_empty(), "{r}");
+    let open: Vec<Invariant> = r.after_settling.iter().map(|f| f.invariant).collect();
+    assert_eq!(open, vec![Invariant::Announced]);
+    let cutover = Transition::from_snapshots(
+        stop.settled(),
+        snapshot(&load("stop-speaker", "after.yaml")),
+        snapshot(&load("cutover-controller", "fixed.yaml")),
+        o,
+    );
+    assert!(
+        cutover.live().services[&svc("web", "a")].status
+            == stop.live().services[&svc("web", "a")].status
+    );
+    let r = explore(&cutover);
+    assert!(r.exhaustive);
+    assert!(
+        r.changes
+            .contains(&Change::Prune(ObjRef::MetalLbPool("default-pool".into())))
+    );
+    assert!(!r.changes.contains(&Change::ControllerStops));
+    assert!(r.violations.is_empty(), "{r}");
+    assert!(r.after_settling.is_empty(), "{r}");
 }

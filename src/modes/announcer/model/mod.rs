@@ -23,7 +23,8 @@ pub mod state;
 /// The Cilium release number the model is run for.
 pub use super::version::CiliumVersion;
 pub use explore::{Event, Options, Report, Transition, explore};
-pub use invariants::{Invariant, Violation};
+pub use invariants::{Finding, Invariant, Violation};
+pub use read::{Snapshot, snapshot};
 
 #[cfg(test)]
 mod testkit;

@@ -128,6 +128,10 @@ pub struct Report {
     pub states: usize,
     /// Every order was explored (else: bounded random walks).
     pub exhaustive: bool,
+    /// What the invariants say of the [`Transition::settled`] state with no ARP window
+    /// allowed: an IP nobody announces once a `cutover` has settled shows here (after
+    /// `stop-speaker` it is expected).
+    pub after_settling: Vec<Finding>,
 }
 
 impl Report {
@@ -157,6 +161,15 @@ impl fmt::Display for Report {
         for v in &self.violations {
             writeln!(f, "{v}")?;
         }
+        for x in &self.after_settling {
+            writeln!(
+                f,
+                "once settled, {}: Service {}: {}",
+                x.invariant.name(),
+                x.service,
+                x.detail
+            )?;
+        }
         Ok(())
     }
 }
@@ -165,8 +178,17 @@ impl Transition {
     /// A transition from KRM items: the live snapshot, the previous package (what the last
     /// apply left; it decides prunes) and the next one.
     pub fn new(live: &[Value], before: &[Value], after: &[Value], options: Options) -> Transition {
-        let live = snapshot(live);
-        let (before, after) = (snapshot(before), snapshot(after));
+        Transition::from_snapshots(snapshot(live), snapshot(before), snapshot(after), options)
+    }
+
+    /// A transition from snapshots already read (e.g. the [`Transition::settled`] state of
+    /// the previous phase as the live state of the next).
+    pub fn from_snapshots(
+        live: Snapshot,
+        before: Snapshot,
+        after: Snapshot,
+        options: Options,
+    ) -> Transition {
         let changes = changes::changes(
             &live,
             &before,
@@ -182,6 +204,43 @@ impl Transition {
             options,
             quirks,
         }
+    }
+
+    /// The cluster once the transition is over, in one order: the changes in their listed
+    /// order, the controllers' queued work done after each until they are quiet or repeat a
+    /// state (controllers that fight never settle; the fight is cut where it first cycles).
+    /// Its processes and Cilium values are the next package's, so it can be the live snapshot
+    /// of the next phase.
+    pub fn settled(&self) -> Snapshot {
+        let w = self.settle();
+        Snapshot {
+            cluster: w.cluster,
+            metallb: self.after.metallb,
+            cilium: self.after.cilium.clone().or(self.live.cilium.clone()),
+        }
+    }
+
+    fn settle(&self) -> World {
+        let mut w = self.initial();
+        let mut seen: HashSet<u64> = HashSet::new();
+        for _ in 0..SETTLE_STEPS {
+            let events = self.enabled(&w);
+            let reaction = events.iter().find(|e| !matches!(e, Event::Change(_)));
+            let cycling = reaction.is_some_and(|e| seen.contains(&fingerprint(&self.step(&w, e))));
+            let next = match reaction.filter(|_| !cycling) {
+                Some(e) => e,
+                None => match events.iter().find(|e| matches!(e, Event::Change(_))) {
+                    Some(e) => {
+                        seen.clear();
+                        e
+                    }
+                    None => break,
+                },
+            };
+            w = self.step(&w, next);
+            seen.insert(fingerprint(&w));
+        }
+        w
     }
 
     /// The atomic changes.
@@ -289,6 +348,9 @@ impl Transition {
     }
 }
 
+/// Steps [`Transition::settled`] takes at most.
+const SETTLE_STEPS: usize = 10_000;
+
 fn fingerprint(w: &World) -> u64 {
     let mut h = DefaultHasher::new();
     w.hash(&mut h);
@@ -364,7 +426,9 @@ pub fn explore(t: &Transition) -> Report {
             *entry = shrink::shrink(t, &start, entry.clone(), &check, &same);
         }
     }
+    let after_settling = invariants::check(&base, &t.settle().cluster, false);
     Report {
+        after_settling,
         changes: t.changes(),
         violations: found.into_violations(),
         states: seen.len(),
