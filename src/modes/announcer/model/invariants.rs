@@ -145,7 +145,7 @@ pub fn check(base: &Baseline, cluster: &Cluster, may_leave_unannounced: bool) ->
             out.push(Finding {
                 invariant: Invariant::IpKept,
                 service: key.clone(),
-                ip: gone.or(now.first().copied()),
+                ip: gone.or(live.first().copied()),
                 detail: format!("status is {}, live it was {}", list(&now), list(live)),
             });
         }

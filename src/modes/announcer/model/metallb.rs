@@ -126,11 +126,19 @@ impl MetalLb {
         name: &str,
     ) -> Option<IpAddr> {
         let pool = cluster.mlb_pools.get(name)?;
+        // Addresses held by others: only those can refuse the Service (`checkSharing`).
+        let held: BTreeSet<IpAddr> = self
+            .assigned
+            .iter()
+            .filter(|(k, _)| *k != key)
+            .flat_map(|(_, (_, ips))| ips.iter().copied())
+            .collect();
         for r in &pool.ranges {
             let end = r.end.min(r.start.saturating_add(1 << 16));
             for v in r.start..=end {
                 let ip = ip_of(r.family, v);
-                if mlb_allows(pool, ip) && self.assign(cluster, key, &[ip]).is_ok() {
+                let free = !held.contains(&ip) || !self.in_use(cluster, key, ip);
+                if mlb_allows(pool, ip) && free && self.assign(cluster, key, &[ip]).is_ok() {
                     return Some(ip);
                 }
             }

@@ -6,7 +6,7 @@ use super::super::invariants::Finding;
 use super::{Event, Transition, World};
 
 /// Replays at most this many candidate sequences per violation.
-const BUDGET: usize = 2_000;
+const BUDGET: usize = 200;
 
 /// Replays `trace` from `start`; the length of the prefix after which `same` holds and the
 /// finding there, or `None` when an event is not enabled where it comes or the violation
