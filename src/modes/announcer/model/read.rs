@@ -417,4 +417,29 @@ spec: {blocks: [{cidr: 10.0.1.0/24}], allowFirstLastIPs: "No"}
         let a = &c.cilium_pools["a"].blocks[0];
         assert!(!a.allows("10.0.1.0".parse().unwrap()) && a.allows("10.0.1.1".parse().unwrap()));
     }
+
+    /// A cozystack Package carries MetalLB's values under `spec.components.metallb.values`
+    /// (and `metallb:` inside them); without installation items the processes follow the
+    /// pools.
+    #[test]
+    fn package_values_and_defaults() {
+        let s = snapshot(&items(
+            r#"
+apiVersion: cozystack.io/v1alpha1
+kind: Package
+metadata: {name: cozystack.metallb}
+spec:
+  variant: default
+  components:
+    metallb:
+      values: {metallb: {speaker: {enabled: false}}}
+"#,
+        ));
+        assert_eq!(s.metallb, Some((false, true)));
+        let pool = "apiVersion: metallb.io/v1beta1\nkind: IPAddressPool\nmetadata: {name: p, namespace: m}\nspec: {addresses: [10.0.0.0/28]}\n";
+        let s = snapshot(&items(pool));
+        assert_eq!(s.metallb, None);
+        assert!(s.cluster.flags.metallb_speaker && s.cluster.flags.metallb_controller);
+        assert!(!snapshot(&[]).cluster.flags.metallb_speaker);
+    }
 }
