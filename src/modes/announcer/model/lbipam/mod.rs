@@ -111,9 +111,7 @@ impl LbIpam {
             return ipam;
         }
         ipam.mode = Mode::Active;
-        for (name, pool) in &cx.cluster.cilium_pools {
-            ipam.add_pool(name, pool);
-        }
+        ipam.add_all_pools(cx);
         ipam.conflicting = cx.cluster.conflicting.clone();
         ipam.settle();
         for key in cx.cluster.services.keys() {
@@ -130,6 +128,16 @@ impl LbIpam {
 
     fn view(&mut self, key: &SvcKey) -> &mut View {
         self.views.entry(key.clone()).or_default()
+    }
+
+    /// Every pool of the cluster, in creation order (the order their events were first
+    /// delivered, so the order of `rangesStore.ranges`).
+    fn add_all_pools(&mut self, cx: &Ctx<'_>) {
+        let mut pools: Vec<(&String, &CPool)> = cx.cluster.cilium_pools.iter().collect();
+        pools.sort_by_key(|(n, p)| (p.created, n.as_str()));
+        for (name, pool) in pools {
+            self.add_pool(name, pool);
+        }
     }
 
     fn add_pool(&mut self, name: &str, pool: &CPool) {

@@ -149,9 +149,7 @@ impl LbIpam {
         let mut marks = self.conflicting.clone();
         marks.extend(cx.cluster.conflicting.iter().cloned());
         *self = LbIpam::dormant();
-        for (name, pool) in &cx.cluster.cilium_pools {
-            self.add_pool(name, pool);
-        }
+        self.add_all_pools(cx);
         self.conflicting = marks
             .into_iter()
             .filter(|n| self.pools.contains_key(n))
