@@ -77,6 +77,16 @@ fn sharing_auto_assigned_on_1_16_2() {
     let naive = run(c, "live.yaml", "before.yaml", "naive.yaml", o);
     assert!(!naive.of(Invariant::IpKept).is_empty());
     assert!(naive.changes.contains(&Change::L2On));
+    // In any apply order, the pool may wake LB-IPAM before the pins land; with the operator
+    // stopped during the apply the pins are always read first.
+    let early = run(c, "live.yaml", "before.yaml", "fixed.yaml", opts("1.16.2"));
+    assert!(!early.of(Invariant::IpKept).is_empty(), "{early}");
+    let mut o = opts("1.16.2");
+    o.operator_stopped_during_apply = true;
+    let fixed = run(c, "live.yaml", "before.yaml", "fixed.yaml", o.clone());
+    assert!(fixed.violations.is_empty(), "{fixed}");
+    let naive = run(c, "live.yaml", "before.yaml", "naive.yaml", o);
+    assert!(!naive.of(Invariant::IpKept).is_empty(), "{naive}");
 }
 
 /// Through 1.19.x `satisfyGenericIPv4Requests` gives a member whose import collided the FIRST
@@ -100,6 +110,10 @@ fn sharing_key_over_several_ips_on_1_19() {
             .any(|d| d.starts_with("status is [10.0.0.5], live it was [10.0.0.6]")),
         "{naive}"
     );
+    let fixed = run(c, "live.yaml", "before.yaml", "fixed.yaml", o);
+    assert!(fixed.violations.is_empty(), "{fixed}");
+    let mut o = opts("1.19.2");
+    o.operator_stopped_during_apply = true;
     let fixed = run(c, "live.yaml", "before.yaml", "fixed.yaml", o);
     assert!(fixed.violations.is_empty(), "{fixed}");
     // The same plan on a release with the fix (#46262, here 1.20.0) keeps every IP unpinned.
@@ -146,8 +160,11 @@ fn dormant_lbipam_with_several_pools() {
     assert!(!safe.changes.contains(&Change::OperatorRestart));
     // In any apply order too: nothing reads the pins before the operator starts.
     o.services_first = false;
-    let safe = run(c, "live.yaml", "before.yaml", "pinned.yaml", o);
+    let safe = run(c, "live.yaml", "before.yaml", "pinned.yaml", o.clone());
     assert!(safe.violations.is_empty(), "{safe}");
+    // Here the stopped operator alone suffices: every IP imports once all pools are known.
+    let unpinned = run(c, "live.yaml", "before.yaml", "naive.yaml", o);
+    assert!(unpinned.violations.is_empty(), "{unpinned}");
 }
 
 /// `settleConflicts` marks the NEWER of two overlapping pools Conflicting and disables its
