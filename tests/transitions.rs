@@ -116,7 +116,8 @@ fn sharing_key_over_several_ips_on_1_19() {
     o.operator_stopped_during_apply = true;
     let fixed = run(c, "live.yaml", "before.yaml", "fixed.yaml", o);
     assert!(fixed.violations.is_empty(), "{fixed}");
-    // The same plan on a release with the fix (#46262, here 1.20.0) keeps every IP unpinned.
+    // The same plan on a release with the fix (cilium/cilium#46262, modelled from 1.20.0) keeps
+    // every IP unpinned.
     let mut o = opts("1.20.0");
     o.services_first = true;
     let later = run(c, "live.yaml", "before.yaml", "naive.yaml", o);
@@ -262,8 +263,8 @@ fn excluded_nodes() {
 }
 
 /// Changing Cilium's values restarts the operator; below 1.18.2 a restart may re-allocate the
-/// IPs of Services that request none (cilium/cilium#43131, fixed by #41147/#41122). Services
-/// that pin their IP keep it (#39033).
+/// IPs of Services that request none (cilium/cilium#43131, fixed by cilium/cilium#41147 and
+/// #41122). Services that pin their IP keep it (cilium/cilium#39033).
 #[test]
 fn operator_restart_on_1_18_1() {
     let c = "operator-restart";

@@ -2,11 +2,12 @@
 //!
 //! Read in cilium/cilium `operator/pkg/lbipam/lbipam.go` at `079d9740ae` (function names
 //! below are upstream's) and `service_store.go` at `05af5c5fc7` (`isSatisfied`, `svcLabels`;
-//! `isCompatible` changed over the releases, so its rules come from the announcer's per-release
-//! table `SharingRules` (`sharing.rs`)). The version quirks ([`Quirks`]) follow the research notes §7 (read
-//! at the release-branch points 1.15–1.19) and the cited issues; the mechanisms of the restart
-//! race (cilium/cilium#43131) and of pool edits (#40358) were not read in code and are
-//! modelled by their reported effect. Simplifications: Go map iteration (random upstream) is
+//! `isCompatible` changed over the releases, so its rules come from the announcer's
+//! per-release table `SharingRules` in `sharing.rs`). The version quirks ([`Quirks`]) follow
+//! the research notes §7 (read at the release-branch points 1.15–1.19) and the cited issues;
+//! the mechanisms of the restart race (cilium/cilium#43131) and of pool edits
+//! (cilium/cilium#40358) were not read in code and are modelled by their reported effect.
+//! Simplifications: Go map iteration (random upstream) is
 //! key order inside one handler, while which handler runs first is left to the explorer;
 //! `AllocAny` hands out the lowest free address; the `IPAMRequestSatisfied` condition is not
 //! modelled (a patch that only changes it changes no IP); IP families come from the IPs the

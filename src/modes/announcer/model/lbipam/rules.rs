@@ -25,10 +25,11 @@ pub struct Quirks {
     /// the key (through 1.19.x).
     pub import_shares: bool,
     /// An operator restart may re-allocate IPs of Services that request none: below 1.18.2
-    /// (cilium/cilium#43131, fixed by #41147 and #41122). Requested IPs are kept (#39033).
+    /// (cilium/cilium#43131, fixed by cilium/cilium#41147 and #41122). Requested IPs are kept
+    /// (cilium/cilium#39033).
     pub restart_reallocates: bool,
     /// Editing a pool re-assigns the Services of that pool that request no IP: 1.17.4–1.17.x
-    /// (cilium/cilium#40358, #41458).
+    /// (cilium/cilium#40358, cilium/cilium#41458).
     pub edit_reassigns: bool,
 }
 
@@ -112,8 +113,8 @@ impl Ctx<'_> {
     }
 
     /// `ServiceView.isCompatible` (service_store.go), with the per-release rules of
-    /// `SharingRules` (`sharing.rs`): same sharing key; same namespace unless both permit each other
-    /// (`sharing-cross-namespace`, 1.16+); no common port (by number, or number and
+    /// `SharingRules` (`sharing.rs`): same sharing key; same namespace unless both permit
+    /// each other (`sharing-cross-namespace`, 1.16+); no common port (by number, or number and
     /// protocol); same `externalTrafficPolicy`; both `Local` → equal non-empty selectors
     /// (unless both carry `sharing-permit-different-pods`, 1.21+).
     pub fn compatible(&self, a: &SvcKey, b: &SvcKey) -> bool {

@@ -187,7 +187,7 @@ fn restart_race_below_1_18_2() {
 }
 
 /// 1.17.4–1.17.x: editing a pool re-assigns its Services that request no IP
-/// (cilium/cilium#40358); pinned Services keep theirs (#39033).
+/// (cilium/cilium#40358); pinned Services keep theirs (cilium/cilium#39033).
 #[test]
 fn pool_edit_reassigns_on_1_17_4() {
     for (v, moved) in [("1.17.4", true), ("1.18.0", false)] {
