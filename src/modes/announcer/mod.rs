@@ -16,6 +16,7 @@ mod install;
 mod inventory;
 mod ipam;
 mod metallb;
+pub mod model;
 pub mod observed;
 mod policies;
 mod preconditions;
