@@ -153,7 +153,7 @@ impl<'a> Cutover<'a> {
         );
         self.tag_step(mark, "l2-policies", None);
         let mark = self.results.len();
-        self.preconditions(tr.pools.len());
+        self.preconditions(tr.pools.len(), &version);
         self.tag_step(mark, "transitions", None);
         if tr.too_large {
             // The translation stopped at its size bound (see translate::MAX_SELECTOR_POOL_NAMES):

@@ -5,6 +5,8 @@
 use super::config::Phase;
 use super::cutover::Cutover;
 use super::inventory::MANAGED_BY;
+use super::model::lbipam::Quirks;
+use super::version::CiliumVersion;
 use crate::krm::{KrmObject, KrmResult};
 
 const POOL: &str = "CiliumLoadBalancerIPPool";
@@ -14,10 +16,57 @@ impl Cutover<'_> {
     /// Refuses Cilium pools and L2 policies cutover did not generate (among the items or live),
     /// a first start of LB-IPAM on several pools at once without the operator stopped, and
     /// phase cutover while MetalLB's speaker pods still run.
-    pub(super) fn preconditions(&mut self, generated_pools: usize) {
+    pub(super) fn preconditions(&mut self, generated_pools: usize, version: &CiliumVersion) {
         self.foreign_cilium_objects();
         self.cold_start(generated_pools);
+        self.pins_first(version);
         self.live_speakers();
+    }
+
+    /// The pins only help if LB-IPAM sees them: where it would otherwise take a shared IP apart
+    /// or move an IP (a sharing key on a cold start, an operator restart below 1.18.2), they must
+    /// reach the cluster before the first pool and before Cilium's upgrade. Flux applies the
+    /// objects of one Kustomization in kind order, Services before custom resources
+    /// (fluxcd/pkg `ssa/sort.go`); across Kustomizations nothing orders them.
+    fn pins_first(&mut self, version: &CiliumVersion) {
+        if self.spec.cilium_operator_stopped || self.plan_mode || self.phase != Phase::Prepare {
+            return;
+        }
+        let awake = match &self.inv.observed {
+            Some(o) => o.cilium.iter().any(|c| c.kind == POOL),
+            None => self.inv.cilium_objects.keys().any(|(kind, _)| kind == POOL),
+        };
+        let sharing = self
+            .inv
+            .services
+            .iter()
+            .any(|s| s.metallb_annotation("allow-shared-ip").is_some());
+        // The release's LB-IPAM quirks, as the transition model runs them.
+        let quirks = Quirks::for_version(version, None);
+        let mut why = Vec::new();
+        if !awake && sharing && (quirks.import_skips_key || !quirks.import_shares) {
+            why.push(
+                "LB-IPAM wakes on the first pool and revalidates every Service: without its pins a shared IP \
+                 can be split or its members swapped (cilium/cilium#34783 below 1.16.3, #46262 below 1.20)",
+            );
+        }
+        if quirks.restart_reallocates {
+            why.push(
+                "this phase's Cilium upgrade restarts the operator, which below 1.18.2 may re-allocate IPs \
+                 that are not pinned (cilium/cilium#43131)",
+            );
+        }
+        if why.is_empty() {
+            return;
+        }
+        let r = KrmResult::warning(format!(
+            "apply the Services and the generated pools with one Flux Kustomization, so the Services' \
+             lbipam.cilium.io/ips pins reach the cluster first (Flux applies Services before custom resources), or \
+             apply this phase with Cilium's operator stopped (spec.ciliumOperatorStopped): {}",
+            why.join("; ")
+        ));
+        let r = self.about_config(r).field("spec.ciliumOperatorStopped");
+        self.results.push(r.tag("check", "transitions"));
     }
 
     /// A pool cutover did not make means LB-IPAM is already awake: it imports or strips every

@@ -292,8 +292,11 @@ impl Transition {
         for ((c, stage), done) in self.changes.iter().zip(&w.done) {
             let open = match stage {
                 Stage::Apply => {
-                    let custom = matches!(c, Change::Apply(o) if !matches!(o, ObjRef::Service(_)));
-                    !(self.options.services_first && custom && services_pending)
+                    // Flux's kind order puts Services before every other object of the apply;
+                    // a value change takes effect only once its HelmRelease (or Package,
+                    // HelmChart, Kustomization, DaemonSet, Deployment) is applied, after them.
+                    let after_services = !matches!(c, Change::Apply(ObjRef::Service(_)));
+                    !(self.options.services_first && after_services && services_pending)
                 }
                 Stage::Prune => !applying,
                 Stage::After => !applying && !pruning,
