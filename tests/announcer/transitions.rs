@@ -478,3 +478,35 @@ fn every_install_form_stops_the_controller_before_the_pools_go() {
     );
     assert!(e["message"].as_str().unwrap().contains("clearServiceState"));
 }
+
+/// A sharing group nobody knows the IP of is judged by its intent: MetalLB gives TCP/53 and
+/// UDP/53 of one key one IP, and Cilium 1.16 compares port numbers only, so it would split them.
+#[test]
+fn a_sharing_group_without_known_ips_is_judged_by_intent() {
+    let member = |name: &str, proto: &str| {
+        svc_in_git(name, "dns")
+            .replace(
+                "  namespace: dns\n",
+                "  namespace: dns\n  annotations:\n    metallb.io/allow-shared-ip: dns\n",
+            )
+            .replace(
+                "    - port: 80\n",
+                &format!("    - port: 53\n      protocol: {proto}\n"),
+            )
+    };
+    let (tcp, udp) = (member("dns-tcp", "TCP"), member("dns-udp", "UDP"));
+    let items = [POOL, ADV, tcp.as_str(), udp.as_str()];
+    let config = fc("").replace("1.18.4", "1.16.9");
+    let out = run(&items, &config);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        messages(&out, "error")
+            .iter()
+            .any(|m| m.contains("sharing key \"dns\"") && m.contains("rule ports")),
+        "{:?}",
+        messages(&out, "error")
+    );
+    // Cilium 1.19 compares protocols: the same group keeps together.
+    let out = run(&items, &fc("").replace("1.18.4", "1.19.5"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}

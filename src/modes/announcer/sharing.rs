@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::inventory::Inventory;
 use super::service::Protocol;
 use super::service::{AboutService, LbService};
-use super::services::{CiliumKeys, PERMIT_DIFFERENT_PODS, ServicePlan};
+use super::services::{CiliumKeys, IpSource, PERMIT_DIFFERENT_PODS, ServicePlan};
 use super::version::CiliumVersion;
 use crate::krm::KrmResult;
 
@@ -204,7 +204,7 @@ pub fn check(
             );
         }
         permissions(inv, cx, plans, &key, &members, results);
-        for group in by_shared_ip(plans, &members) {
+        for group in by_shared_ip(inv, plans, &members) {
             if let Some(split) = first_split(inv, cx, plans, &group) {
                 for &pi in &group {
                     plans[pi].split = Some(split.rule());
@@ -275,7 +275,7 @@ fn permissions(
 /// The members that hold one IP together today: members whose IPs overlap, transitively.
 /// Members without an IP yet lose nothing and are left out. Groups come in the order of their
 /// last member, members in order.
-fn by_shared_ip(plans: &[ServicePlan], members: &[usize]) -> Vec<Vec<usize>> {
+fn by_shared_ip(inv: &Inventory, plans: &[ServicePlan], members: &[usize]) -> Vec<Vec<usize>> {
     // Union-find over the members' positions, joined through the first member seen with each
     // IP: linear in the IPs, where merging group lists member by member was quadratic in the
     // number of groups.
@@ -297,6 +297,26 @@ fn by_shared_ip(plans: &[ServicePlan], members: &[usize]) -> Vec<Vec<usize>> {
             parent[a.max(b)] = a.min(b);
         }
     }
+    // Members whose IP nobody knows are judged by intent: MetalLB gives a key's Services one IP
+    // whenever its own rules let them share, so each joins the first member it is compatible with
+    // by MetalLB's rules (known IP or not).
+    for pos in 0..members.len() {
+        if has_ip[pos] || plans[members[pos]].source != IpSource::Unknown {
+            continue;
+        }
+        let me = &inv.services[plans[members[pos]].service];
+        let mate = (0..members.len()).find(|&other| {
+            other != pos
+                && (has_ip[other] || plans[members[other]].source == IpSource::Unknown)
+                && metallb_shares(me, &inv.services[plans[members[other]].service])
+        });
+        if let Some(other) = mate {
+            has_ip[pos] = true;
+            has_ip[other] = true;
+            let (a, b) = (root(&mut parent, pos), root(&mut parent, other));
+            parent[a.max(b)] = a.min(b);
+        }
+    }
     let mut groups: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     for pos in (0..members.len()).filter(|&p| has_ip[p]) {
         let r = root(&mut parent, pos);
@@ -305,6 +325,20 @@ fn by_shared_ip(plans: &[ServicePlan], members: &[usize]) -> Vec<Vec<usize>> {
     let mut groups: Vec<Vec<usize>> = groups.into_values().filter(|m| m.len() > 1).collect();
     groups.sort_by_key(|m| m.last().copied());
     groups
+}
+
+/// MetalLB's own sharing rule for two Services of one `allow-shared-ip` key
+/// (metallb/metallb `internal/allocator/allocator.go`: `sharingOK` compares the sharing key and
+/// the backend key — the selector of a `Local` Service, empty for `Cluster` — and the port check
+/// refuses a port both use with the same protocol).
+fn metallb_shares(a: &LbService, b: &LbService) -> bool {
+    let ports_ok = !a.ports().iter().any(|p| b.ports().contains(p));
+    let policy_ok = match (a.etp_local(), b.etp_local()) {
+        (false, false) => true,
+        (true, true) => a.selector() == b.selector(),
+        _ => false,
+    };
+    ports_ok && policy_ok
 }
 
 /// The first rule, in `isCompatible`'s order, by which LB-IPAM keeps two members of `group`
