@@ -76,7 +76,7 @@ fn shared_ip_groups_match_the_pairwise_merge() {
             .collect();
         let members: Vec<usize> = (0..count).filter(|_| next(4) != 0).collect();
         assert_eq!(
-            by_shared_ip(&plans, &members),
+            by_shared_ip(&Inventory::default(), &plans, &members),
             by_shared_ip_pairwise(&plans, &members),
             "{:?}",
             members.iter().map(|&m| &plans[m].ips).collect::<Vec<_>>()
