@@ -153,7 +153,7 @@ fn platform(shape: Shape, n: usize) -> String {
         );
     }
     out.push_str(
-        "functionConfig:\n  apiVersion: fn.cutover.dev/v1alpha1\n  kind: LoadBalancerAnnouncer\n  metadata:\n    name: cutover\n  spec:\n    announcer: cilium\n    phase: cutover\n    ciliumVersion: 1.18.4\n",
+        "functionConfig:\n  apiVersion: fn.cutover.dev/v1alpha1\n  kind: LoadBalancerAnnouncer\n  metadata:\n    name: cutover\n  spec:\n    announcer: cilium\n    phase: cutover\n    ciliumVersion: 1.18.4\n    ciliumOperatorStopped: true\n",
     );
     out
 }
