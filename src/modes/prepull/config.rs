@@ -85,6 +85,15 @@ pub struct MetalLBImagePrepullSpec {
     /// `promotedFrom: warning`), so the run exits 1 and no item is changed; for pipelines where
     /// nobody reads warnings (they also go to stderr).
     pub fail_on_warnings: bool,
+    /// Upstream MetalLB chart (no sylva values among the items): the chart version MetalLB runs
+    /// now, used when the items carry no live status of the installing HelmRelease
+    /// (`status.history[0].chartVersion`, `status.lastAttemptedRevision`). Without either the
+    /// gate stays closed (fresh install or unknown).
+    pub from_chart_version: Option<String>,
+    /// Upstream MetalLB chart: the chart version being installed, when the installation does not
+    /// state an exact one (a semver range, a chart from a Git path, cozystack's umbrella chart,
+    /// whose version is cozystack's). An exact version in the installation wins.
+    pub to_chart_version: Option<String>,
 }
 
 impl Default for MetalLBImagePrepullSpec {
@@ -112,6 +121,8 @@ impl Default for MetalLBImagePrepullSpec {
             removed_source_ref: None,
             removed_path: None,
             fail_on_warnings: false,
+            from_chart_version: None,
+            to_chart_version: None,
         }
     }
 }

@@ -2,13 +2,16 @@
 //!
 //! On a Sylva 1.6 → 1.7 upgrade with BGP peers, adds a gated `metallb-image-prepull` Flux unit
 //! that pre-pulls the frr-k8s and frr images on every node, and makes the `metallb` unit depend
-//! on it, so frr-k8s pods start in seconds when the chart switches the BGP backend.
+//! on it, so frr-k8s pods start in seconds when the chart switches the BGP backend. Without
+//! sylva values, the same unit serves any MetalLB chart upgrade from ≤ 0.15 to 0.16+ with BGP
+//! (plain Flux HelmRelease, cozystack, kustomize `helmCharts`; see [`chart`]).
 //!
 //! Flow (kpt catalog style): read config → index items → find the sylva values → evaluate the
 //! gate → resolve images → render the unit → reconcile with what an earlier run generated. The
 //! unit goes into the rendered Flux Kustomizations (`output: rendered`) or into the sylva-units
 //! values (`output: sylva-values`); the payload is written to `payloadDir` either way.
 
+mod chart;
 mod config;
 mod daemonset;
 mod gate;
@@ -141,6 +144,10 @@ fn plan(
     let inputs = inputs::Inputs::scan(items, fc, &spec.kustomization);
     let generator = inputs.is_generator_call();
     let Some(values) = values::locate(spec, items, &inputs, fc).check("values")? else {
+        // No Sylva: MetalLB installed by the upstream chart (plain Flux, cozystack, kustomize).
+        if !generator && let Some(out) = chart::plan(spec, items, &inputs, fc)? {
+            return Ok(out);
+        }
         let message = if generator {
             "no sylva values: a kustomize generator receives only its function config, so give the values inline in spec.values".to_string()
         } else {
