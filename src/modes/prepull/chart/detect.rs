@@ -123,12 +123,16 @@ pub fn find(items: &[Value]) -> Vec<Installation> {
                 let values = facts.values(&chart, "metallb");
                 let spec = item.get("spec");
                 let target = chart.is_upstream().then_some(()).and_then(|()| {
-                    let field = if spec.and_then(|s| s.get("chartRef")).is_some() {
-                        "the chartRef's source (spec.ref.tag or spec.version)"
-                    } else {
-                        "spec.chart.spec.version"
+                    let chart_ref = spec.and_then(|s| s.get("chartRef"));
+                    let field = match chart_ref {
+                        Some(r) => format!(
+                            "the version of chartRef {} {}",
+                            r.get("kind").and_then(Value::as_str).unwrap_or_default(),
+                            r.get("name").and_then(Value::as_str).unwrap_or_default()
+                        ),
+                        None => "spec.chart.spec.version".to_owned(),
                     };
-                    chart.version.clone().map(|v| (v, field.to_owned()))
+                    chart.version.clone().map(|v| (v, field))
                 });
                 let suspended =
                     spec.and_then(|s| s.get("suspend")).and_then(Value::as_bool) == Some(true);
