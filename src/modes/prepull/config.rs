@@ -94,6 +94,29 @@ pub struct MetalLBImagePrepullSpec {
     /// state an exact one (a semver range, a chart from a Git path, cozystack's umbrella chart,
     /// whose version is cozystack's). An exact version in the installation wins.
     pub to_chart_version: Option<String>,
+    /// Upstream MetalLB chart: after the switch, a second unit `metallb-bgp-sessions` (depending
+    /// on `kustomization`) runs a Job that fails unless every frr-k8s `BGPSessionState` in
+    /// `namespace` (the bundled frr-k8s lives in MetalLB's release namespace) reports
+    /// `Established` within `timeout`, so the Flux Kustomization shows the outage instead of
+    /// hiding it (the speaker and frr-k8s report Ready without BGP).
+    pub bgp_session_check: Option<BgpSessionCheck>,
+}
+
+/// `bgpSessionCheck`: evidence after the switch that frr-k8s' BGP sessions came back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct BgpSessionCheck {
+    /// How long the sessions may take to reach `Established` after MetalLB's Kustomization is
+    /// Ready.
+    pub timeout: Duration,
+}
+
+impl Default for BgpSessionCheck {
+    fn default() -> Self {
+        BgpSessionCheck {
+            timeout: Duration::parse("10m").expect("valid default"),
+        }
+    }
 }
 
 impl Default for MetalLBImagePrepullSpec {
@@ -123,6 +146,7 @@ impl Default for MetalLBImagePrepullSpec {
             fail_on_warnings: false,
             from_chart_version: None,
             to_chart_version: None,
+            bgp_session_check: None,
         }
     }
 }

@@ -22,6 +22,7 @@ mod inputs;
 mod pod;
 mod reconcile;
 mod render;
+mod sessions;
 mod siblings;
 mod source;
 mod sylva_values;
@@ -90,6 +91,15 @@ impl<T> Check<T> for Result<T, KrmResult> {
 /// An error about the function config at `field` (in the form the user wrote, see [`config_field`]).
 pub(crate) fn fc_error(fc: Option<&Value>, message: String, field: &str) -> KrmResult {
     let r = KrmResult::error(message).field(config_field(fc, field));
+    match fc {
+        Some(fc) => r.about(fc),
+        None => r,
+    }
+}
+
+/// A warning about the function config at `field`.
+fn fc_warning(fc: Option<&Value>, message: &str, field: &str) -> KrmResult {
+    let r = KrmResult::warning(message).field(config_field(fc, field));
     match fc {
         Some(fc) => r.about(fc),
         None => r,
@@ -168,6 +178,16 @@ fn plan(
         KrmResult::info(format!("sylva values read from {}", values.describe(items)))
             .tag("check", "values"),
     );
+    if spec.bgp_session_check.is_some() {
+        out.push(
+            fc_warning(
+                fc,
+                "bgpSessionCheck is not supported on the Sylva path yet (only for the upstream MetalLB chart): ignored",
+                "bgpSessionCheck",
+            )
+            .tag("check", "bgp-sessions"),
+        );
+    }
     out.results.extend(gate.results(items));
     if !gate.is_open() {
         reconcile::remove_unit(items, &inputs, gate.gated, &mut out);

@@ -175,7 +175,34 @@ pub fn plan(
     let settings =
         unit::settings(&payload, items, inputs, gated.map(|g| &items[g])).check("unit")?;
     let rendered = render::render(spec, &images, &settings);
-    let changed = reconcile::apply_unit(items, inputs, rendered.objects.clone(), &mut out);
+    let mut objects = rendered.objects.clone();
+    match (&spec.bgp_session_check, gated) {
+        (Some(check), Some(g)) => {
+            let sessions = render::sessions_unit(spec, check, &settings, items[g].name());
+            out.push(
+                KrmResult::info(format!(
+                    "bgpSessionCheck: Flux Kustomization metallb-bgp-sessions waits for {} and health-checks Job {},                      which fails unless every frr-k8s BGPSessionState in {} reports Established within {} (Flux                      timeout {}); payload in {}/bgp-sessions/",
+                    items[g].name(),
+                    sessions.job_name,
+                    spec.namespace,
+                    check.timeout.as_str(),
+                    sessions.flux_timeout,
+                    payload.dir
+                ))
+                .tag("check", "bgp-sessions"),
+            );
+            objects.extend(sessions.objects);
+        }
+        (Some(_), None) => out.push(
+            KrmResult::warning(format!(
+                "bgpSessionCheck skipped: it runs after Kustomization {}, which is not among the items",
+                spec.kustomization
+            ))
+            .tag("check", "bgp-sessions"),
+        ),
+        (None, _) => {}
+    }
+    let changed = reconcile::apply_unit(items, inputs, objects, &mut out);
     match gated {
         Some(index) => reconcile::add_depends_on(index, &items[index], &mut out),
         None => out.push(
