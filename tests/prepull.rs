@@ -408,7 +408,10 @@ fn upstream_chart_units_validate_and_are_restricted() {
         assert_eq!(pods, if check { 3 } else { 2 }, "{name}");
         if check {
             let unit = find(&out, "Kustomization", "metallb-bgp-sessions");
-            assert_eq!(unit["spec"]["dependsOn"][0]["name"], "metallb");
+            let gated = list["functionConfig"]["spec"]["kustomization"]
+                .as_str()
+                .unwrap_or("metallb");
+            assert_eq!(unit["spec"]["dependsOn"][0]["name"], gated);
             assert!(
                 unit["spec"]["path"]
                     .as_str()
