@@ -81,10 +81,6 @@ pub struct MetalLBImagePrepullSpec {
     #[serde(rename = "path", skip_serializing)]
     #[schemars(skip)]
     pub removed_path: Option<serde::de::IgnoredAny>,
-    /// `true`: every warning is reported as an error (same message, tagged
-    /// `promotedFrom: warning`), so the run exits 1 and no item is changed; for pipelines where
-    /// nobody reads warnings (they also go to stderr).
-    pub fail_on_warnings: bool,
     /// Upstream MetalLB chart (no sylva values among the items): the chart version MetalLB runs
     /// now, used when the items carry no live status of the installing HelmRelease
     /// (`status.history[0].chartVersion`, `status.lastAttemptedRevision`). Without either the
@@ -100,6 +96,10 @@ pub struct MetalLBImagePrepullSpec {
     /// `Established` within `timeout`, so the Flux Kustomization shows the outage instead of
     /// hiding it (the speaker and frr-k8s report Ready without BGP).
     pub bgp_session_check: Option<BgpSessionCheck>,
+    /// `true`: every warning is reported as an error (same message, tagged
+    /// `promotedFrom: warning`), so the run exits 1 and no item is changed; for pipelines where
+    /// nobody reads warnings (they also go to stderr).
+    pub fail_on_warnings: bool,
 }
 
 /// `bgpSessionCheck`: evidence after the switch that frr-k8s' BGP sessions came back.
