@@ -55,6 +55,9 @@ pub struct Installation {
     pub disabled: Option<String>,
     /// The HelmRelease merges values from ConfigMaps or Secrets this mode does not read.
     pub values_from: bool,
+    /// The item's chart versions are MetalLB's (the upstream chart itself, not cozystack's or
+    /// another umbrella or repackaging): only then does its live status tell the running one.
+    pub upstream: bool,
 }
 
 impl Installation {
@@ -156,6 +159,7 @@ pub fn find(items: &[Value]) -> Vec<Installation> {
                         .and_then(|s| s.get("valuesFrom"))
                         .and_then(Value::as_sequence)
                         .is_some_and(|s| !s.is_empty()),
+                    upstream: chart.is_upstream(),
                 });
             }
             (COZYSTACK_GROUP, "Package") => {
@@ -168,6 +172,7 @@ pub fn find(items: &[Value]) -> Vec<Installation> {
                         values_path: tree_path(&p.values.at, &p.values.prefix),
                         disabled: None,
                         values_from: false,
+                        upstream: false,
                     }),
                     None if named => out.push(Installation {
                         index,
@@ -179,6 +184,7 @@ pub fn find(items: &[Value]) -> Vec<Installation> {
                             item.name()
                         )),
                         values_from: false,
+                        upstream: false,
                     }),
                     _ => {}
                 }
@@ -205,6 +211,7 @@ pub fn find(items: &[Value]) -> Vec<Installation> {
                         ],
                         disabled: None,
                         values_from: false,
+                        upstream: true,
                     });
                 }
             }
@@ -242,7 +249,7 @@ fn lookup<'a>(root: &'a Value, path: &[String]) -> Option<&'a Value> {
 /// live object) with the same namespace and name.
 pub fn running_version(items: &[Value], install: &Installation) -> Option<(String, String, usize)> {
     let me = &items[install.index];
-    if !me.is(FLUX_HELM_GROUP, "HelmRelease") {
+    if !install.upstream || !me.is(FLUX_HELM_GROUP, "HelmRelease") {
         return None;
     }
     let same = |item: &Value| {

@@ -193,3 +193,27 @@ fn bgp_peers_in_values_count() {
     .unwrap();
     assert_eq!(detect::bgp_in_values(&v), 1);
 }
+
+#[test]
+fn an_umbrella_release_status_is_not_metallbs_version() {
+    // cozystack's generated HelmRelease: its history is cozystack's chart version.
+    let text = format!(
+        "{KS}---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {{name: metallb, namespace: cozy-metallb, labels: {{cozystack.io/package: cozystack.metallb}}}}\nspec: {{chartRef: {{kind: ExternalArtifact, name: cozystack-metallb-default-metallb, namespace: cozy-system}}}}\nstatus: {{history: [{{chartVersion: 1.4.6}}]}}\n---\n{PEER}"
+    );
+    let s = MetalLBImagePrepullSpec {
+        to_chart_version: Some("0.16.1".into()),
+        ..spec()
+    };
+    let m = messages(&run(&s, &text).unwrap().unwrap());
+    assert!(m.contains("running MetalLB chart version unknown"), "{m}");
+    let s = MetalLBImagePrepullSpec {
+        from_chart_version: Some("0.15.2".into()),
+        ..s
+    };
+    let m = messages(&run(&s, &text).unwrap().unwrap());
+    assert!(
+        m.contains("MetalLB chart 0.15.2 (spec.fromChartVersion) → 0.16.1 (spec.toChartVersion)"),
+        "{m}"
+    );
+    assert!(m.contains("gate open"), "{m}");
+}
