@@ -330,3 +330,120 @@ fn a_noop_image_for_shell_less_images_is_restricted_too() {
     let both = with_spec(list, "noopCommand", yaml("[/bin/true]"));
     fails(&both, "spec.noopImage");
 }
+
+/// The upstream-chart path (no Sylva): every emitted object of the plain Flux, cozystack and
+/// air-gapped examples, plus the optional BGP session check, validates against the vendored CRDs
+/// and the k8s-openapi types, every pod is restricted, and every Role is read-only.
+#[test]
+fn upstream_chart_units_validate_and_are_restricted() {
+    for (name, check) in [
+        ("prepull-chart-flux-bgp", false),
+        ("prepull-chart-flux-bgp", true),
+        ("prepull-chart-cozystack", true),
+        ("prepull-chart-airgapped", false),
+    ] {
+        let mut list = source(name);
+        if check {
+            list = with_spec(list, "bgpSessionCheck", yaml("{timeout: 5m}"));
+        }
+        let out = ok(&list);
+        let objects = generated(&out);
+        assert_eq!(
+            objects.len(),
+            if check { 13 } else { 7 },
+            "{name}: Flux unit, DaemonSet, 4 waiter objects, kustomization.yaml (+ the session check's 6)"
+        );
+        let mut pods = 0;
+        for obj in objects {
+            match (
+                obj["apiVersion"].as_str().unwrap(),
+                obj["kind"].as_str().unwrap(),
+            ) {
+                ("kustomize.toolkit.fluxcd.io/v1", "Kustomization") => {
+                    crd::validate(obj).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+                }
+                ("apps/v1", "DaemonSet") => {
+                    let ds: DaemonSet = k8s::roundtrip(obj).unwrap();
+                    let pod = ds.spec.unwrap().template.spec.unwrap();
+                    assert_eq!(k8s::restricted_violations(&pod), Vec::<String>::new());
+                    pods += 1;
+                }
+                ("batch/v1", "Job") => {
+                    let job: Job = k8s::roundtrip(obj).unwrap();
+                    let pod = job.spec.unwrap().template.spec.unwrap();
+                    assert_eq!(k8s::restricted_violations(&pod), Vec::<String>::new());
+                    pods += 1;
+                }
+                ("v1", "ServiceAccount") => {
+                    k8s::roundtrip::<ServiceAccount>(obj).unwrap();
+                }
+                ("rbac.authorization.k8s.io/v1", "Role") => {
+                    let role: Role = k8s::roundtrip(obj).unwrap();
+                    for rule in role.rules.unwrap() {
+                        assert!(
+                            rule.verbs
+                                .iter()
+                                .all(|v| ["get", "list", "watch"].contains(&v.as_str()))
+                        );
+                        for r in rule.resources.unwrap() {
+                            assert!(
+                                ["daemonsets", "pods", "bgpsessionstates"].contains(&r.as_str()),
+                                "{r}"
+                            );
+                        }
+                    }
+                }
+                ("rbac.authorization.k8s.io/v1", "RoleBinding") => {
+                    k8s::roundtrip::<RoleBinding>(obj).unwrap();
+                }
+                ("kustomize.config.k8s.io/v1beta1", "Kustomization") => {
+                    assert_eq!(
+                        obj["metadata"]["annotations"]["config.kubernetes.io/local-config"],
+                        "true"
+                    );
+                }
+                other => panic!("unexpected object {other:?}"),
+            }
+        }
+        assert_eq!(pods, if check { 3 } else { 2 }, "{name}");
+        if check {
+            let unit = find(&out, "Kustomization", "metallb-bgp-sessions");
+            let gated = list["functionConfig"]["spec"]["kustomization"]
+                .as_str()
+                .unwrap_or("metallb");
+            assert_eq!(unit["spec"]["dependsOn"][0]["name"], gated);
+            assert!(
+                unit["spec"]["path"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("/bgp-sessions")
+            );
+        }
+    }
+}
+
+/// The upstream-chart path leaves the package alone when the chart does not cross into 0.16,
+/// and a second run on its own output changes nothing (with the session check too).
+#[test]
+fn upstream_chart_runs_are_idempotent_and_close_cleanly() {
+    let list = with_spec(
+        source("prepull-chart-flux-bgp"),
+        "bgpSessionCheck",
+        yaml("{timeout: 5m}"),
+    );
+    let first = ok(&list);
+    let mut again = first.clone();
+    again["results"] = Value::Null;
+    let second = ok(&again);
+    assert_eq!(items(&first), items(&second));
+    // The live HelmRelease now runs 0.16.1: every generated object goes, the dependsOn too.
+    let closed = edit_item(second, "HelmRelease", "metallb", |hr| {
+        if hr["metadata"]["annotations"]["config.kubernetes.io/local-config"] == "true" {
+            set(hr, &["status", "history"], yaml("[{chartVersion: 0.16.1}]"));
+        }
+    });
+    let out = ok(&closed);
+    assert!(generated(&out).is_empty());
+    let ks = find(&out, "Kustomization", "metallb");
+    assert!(ks["spec"]["dependsOn"].is_null(), "{:?}", ks["spec"]);
+}

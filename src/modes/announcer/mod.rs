@@ -12,7 +12,7 @@ mod coverage;
 mod cutover;
 mod helm;
 mod inputs;
-mod install;
+use super::install;
 mod inventory;
 mod ipam;
 mod metallb;

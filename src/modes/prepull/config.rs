@@ -81,10 +81,42 @@ pub struct MetalLBImagePrepullSpec {
     #[serde(rename = "path", skip_serializing)]
     #[schemars(skip)]
     pub removed_path: Option<serde::de::IgnoredAny>,
+    /// Upstream MetalLB chart (no sylva values among the items): the chart version MetalLB runs
+    /// now, used when the items carry no live status of the installing HelmRelease
+    /// (`status.history[0].chartVersion`, `status.lastAttemptedRevision`). Without either the
+    /// gate stays closed (fresh install or unknown).
+    pub from_chart_version: Option<String>,
+    /// Upstream MetalLB chart: the chart version being installed, when the installation does not
+    /// state an exact one (a semver range, a chart from a Git path, cozystack's umbrella chart,
+    /// whose version is cozystack's). An exact version in the installation wins.
+    pub to_chart_version: Option<String>,
+    /// Upstream MetalLB chart: after the switch, a second unit `metallb-bgp-sessions` (depending
+    /// on `kustomization`) runs a Job that fails unless every frr-k8s `BGPSessionState` in
+    /// `namespace` (the bundled frr-k8s lives in MetalLB's release namespace) reports
+    /// `Established` within `timeout`, so the Flux Kustomization shows the outage instead of
+    /// hiding it (the speaker and frr-k8s report Ready without BGP).
+    pub bgp_session_check: Option<BgpSessionCheck>,
     /// `true`: every warning is reported as an error (same message, tagged
     /// `promotedFrom: warning`), so the run exits 1 and no item is changed; for pipelines where
     /// nobody reads warnings (they also go to stderr).
     pub fail_on_warnings: bool,
+}
+
+/// `bgpSessionCheck`: evidence after the switch that frr-k8s' BGP sessions came back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct BgpSessionCheck {
+    /// How long the sessions may take to reach `Established` after MetalLB's Kustomization is
+    /// Ready.
+    pub timeout: Duration,
+}
+
+impl Default for BgpSessionCheck {
+    fn default() -> Self {
+        BgpSessionCheck {
+            timeout: Duration::parse("10m").expect("valid default"),
+        }
+    }
 }
 
 impl Default for MetalLBImagePrepullSpec {
@@ -112,6 +144,9 @@ impl Default for MetalLBImagePrepullSpec {
             removed_source_ref: None,
             removed_path: None,
             fail_on_warnings: false,
+            from_chart_version: None,
+            to_chart_version: None,
+            bgp_session_check: None,
         }
     }
 }

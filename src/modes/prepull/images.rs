@@ -30,32 +30,39 @@ pub const SPEAKER_REASON: &str = "it must not be pre-pulled: the native \
      withdraws every route at once";
 
 /// A metallb chart value tree that may override images.
-struct ChartValues<'a> {
-    values: &'a Value,
+pub(super) struct ChartValues<'a> {
+    /// The upstream metallb chart's values.
+    pub values: &'a Value,
     /// Describes the holder, e.g. `HelmRelease metallb-system/metallb spec.values`.
-    source: String,
+    pub source: String,
     /// Result about this item/field when an override is invalid.
-    about: Option<&'a Value>,
-    field: String,
+    pub about: Option<&'a Value>,
+    /// Field path of the tree in `about`.
+    pub field: String,
 }
 
 /// The MetalLB chart's default speaker repository (metallb `charts/metallb/values.yaml`
 /// `speaker.image.repository`; the tag defaults to the chart's appVersion).
 pub const DEFAULT_SPEAKER_REPOSITORY: &str = "quay.io/metallb/speaker";
 
-/// (what, path of the image block under the metallb chart values, default)
-const TARGETS: [(&str, &[&str], &str); 2] = [
-    (
-        "frr-k8s",
-        &["frr-k8s", "frrk8s", "image"],
-        DEFAULT_FRR_K8S_IMAGE,
-    ),
-    (
-        "frr",
-        &["frr-k8s", "frrk8s", "frr", "image"],
-        DEFAULT_FRR_IMAGE,
-    ),
-];
+/// Path of the frr-k8s controller image block under the metallb chart values (the frr-k8s
+/// subchart's `frrk8s.image`, metallb/frr-k8s `charts/frr-k8s/values.yaml` at v0.0.25).
+pub(super) const FRR_K8S_PATH: &[&str] = &["frr-k8s", "frrk8s", "image"];
+/// Path of the FRR image block under the metallb chart values (`frrk8s.frr.image` there).
+pub(super) const FRR_PATH: &[&str] = &["frr-k8s", "frrk8s", "frr", "image"];
+
+/// One image to resolve: what it is, where its block sits in the chart values, its default
+/// ref, and how the default is described in results.
+pub(super) struct Target<'a> {
+    /// `frr-k8s` or `frr`.
+    pub what: &'a str,
+    /// Path of the image block under the metallb chart values.
+    pub path: &'a [&'a str],
+    /// Default ref.
+    pub default: &'a str,
+    /// Where the default comes from, for results.
+    pub default_source: String,
+}
 
 /// Resolves the image list.
 pub fn resolve(
@@ -68,7 +75,28 @@ pub fn resolve(
 ) -> Result<Vec<PrepullImage>, KrmResult> {
     let patched = gated.and_then(helm_unit::patched_spec);
     let sources = chart_values(items, inputs, values, gated.zip(patched.as_ref()), fc);
-    let speakers = speaker_repositories(&sources)?;
+    let targets = [
+        ("frr-k8s", FRR_K8S_PATH, DEFAULT_FRR_K8S_IMAGE),
+        ("frr", FRR_PATH, DEFAULT_FRR_IMAGE),
+    ]
+    .map(|(what, path, default)| Target {
+        what,
+        path,
+        default,
+        default_source: format!("default {what} image of Sylva 1.7"),
+    });
+    resolve_from(spec, &sources, &targets, fc)
+}
+
+/// Resolves the image list from chart value trees (highest precedence first) and the targets'
+/// defaults; `spec.images` replaces both. Shared by the Sylva and the upstream-chart paths.
+pub(super) fn resolve_from(
+    spec: &MetalLBImagePrepullSpec,
+    sources: &[ChartValues<'_>],
+    targets: &[Target<'_>],
+    fc: Option<&Value>,
+) -> Result<Vec<PrepullImage>, KrmResult> {
+    let speakers = speaker_repositories(sources)?;
     if let Some(images) = &spec.images {
         let fc_err = |message: String, field: String| {
             let r = KrmResult::error(message).field(config_field(fc, &field));
@@ -106,9 +134,10 @@ pub fn resolve(
         }
         return Ok(out);
     }
-    let mut out = Vec::with_capacity(TARGETS.len());
-    for (what, path, default) in TARGETS {
-        let image = one_image(what, path, default, &sources)?;
+    let mut out = Vec::with_capacity(targets.len());
+    for target in targets {
+        let what = target.what;
+        let image = one_image(target, sources)?;
         if let Some(why) = speaker_evidence(&image.image, &speakers) {
             return Err(KrmResult::error(format!(
                 "the {what} image resolved from {} is the MetalLB speaker image {} ({why}); {SPEAKER_REASON}; \
@@ -246,13 +275,9 @@ fn scalar(src: &ChartValues<'_>, path: &[&str], key: &str) -> Result<Option<Stri
     }
 }
 
-fn one_image(
-    what: &str,
-    path: &[&str],
-    default: &str,
-    sources: &[ChartValues<'_>],
-) -> Result<PrepullImage, KrmResult> {
-    let default = ImageRef::parse(default).expect("valid default image");
+fn one_image(target: &Target<'_>, sources: &[ChartValues<'_>]) -> Result<PrepullImage, KrmResult> {
+    let (what, path) = (target.what, target.path);
+    let default = ImageRef::parse(target.default).expect("valid default image");
     let mut repository: Option<(String, &ChartValues<'_>)> = None;
     let mut tag: Option<(String, &ChartValues<'_>)> = None;
     for src in sources {
@@ -271,7 +296,7 @@ fn one_image(
     if repository.is_none() && tag.is_none() {
         return Ok(PrepullImage {
             image: default,
-            source: format!("default {what} image of Sylva 1.7"),
+            source: target.default_source.clone(),
         });
     }
     let default_tag = &default.as_str()[default.repository().len() + 1..];

@@ -2,13 +2,16 @@
 //!
 //! On a Sylva 1.6 → 1.7 upgrade with BGP peers, adds a gated `metallb-image-prepull` Flux unit
 //! that pre-pulls the frr-k8s and frr images on every node, and makes the `metallb` unit depend
-//! on it, so frr-k8s pods start in seconds when the chart switches the BGP backend.
+//! on it, so frr-k8s pods start in seconds when the chart switches the BGP backend. Without
+//! sylva values, the same unit serves any MetalLB chart upgrade from ≤ 0.15 to 0.16+ with BGP
+//! (plain Flux HelmRelease, cozystack, kustomize `helmCharts`; see [`chart`]).
 //!
 //! Flow (kpt catalog style): read config → index items → find the sylva values → evaluate the
 //! gate → resolve images → render the unit → reconcile with what an earlier run generated. The
 //! unit goes into the rendered Flux Kustomizations (`output: rendered`) or into the sylva-units
 //! values (`output: sylva-values`); the payload is written to `payloadDir` either way.
 
+mod chart;
 mod config;
 mod daemonset;
 mod gate;
@@ -19,6 +22,7 @@ mod inputs;
 mod pod;
 mod reconcile;
 mod render;
+mod sessions;
 mod siblings;
 mod source;
 mod sylva_values;
@@ -93,6 +97,15 @@ pub(crate) fn fc_error(fc: Option<&Value>, message: String, field: &str) -> KrmR
     }
 }
 
+/// A warning about the function config at `field`.
+fn fc_warning(fc: Option<&Value>, message: &str, field: &str) -> KrmResult {
+    let r = KrmResult::warning(message).field(config_field(fc, field));
+    match fc {
+        Some(fc) => r.about(fc),
+        None => r,
+    }
+}
+
 /// Checks the configuration values serde cannot.
 fn validate(spec: &MetalLBImagePrepullSpec, fc: Option<&Value>) -> Result<(), KrmResult> {
     source::reject_removed_fields(spec, fc)?;
@@ -141,6 +154,10 @@ fn plan(
     let inputs = inputs::Inputs::scan(items, fc, &spec.kustomization);
     let generator = inputs.is_generator_call();
     let Some(values) = values::locate(spec, items, &inputs, fc).check("values")? else {
+        // No Sylva: MetalLB installed by the upstream chart (plain Flux, cozystack, kustomize).
+        if !generator && let Some(out) = chart::plan(spec, items, &inputs, fc)? {
+            return Ok(out);
+        }
         let message = if generator {
             "no sylva values: a kustomize generator receives only its function config, so give the values inline in spec.values".to_string()
         } else {
@@ -161,6 +178,16 @@ fn plan(
         KrmResult::info(format!("sylva values read from {}", values.describe(items)))
             .tag("check", "values"),
     );
+    if spec.bgp_session_check.is_some() {
+        out.push(
+            fc_warning(
+                fc,
+                "bgpSessionCheck is not supported on the Sylva path yet (only for the upstream MetalLB chart): ignored",
+                "bgpSessionCheck",
+            )
+            .tag("check", "bgp-sessions"),
+        );
+    }
     out.results.extend(gate.results(items));
     if !gate.is_open() {
         reconcile::remove_unit(items, &inputs, gate.gated, &mut out);

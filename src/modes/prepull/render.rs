@@ -273,6 +273,109 @@ pub fn render(
     }
 }
 
+/// The optional BGP session check (`bgpSessionCheck`): a second Flux Kustomization
+/// `metallb-bgp-sessions` that depends on the gated one (`gated`, in the unit's namespace) and
+/// health-checks a Job reading frr-k8s' BGPSessionStates (see [`super::sessions`]); its payload
+/// goes to `<payloadDir>/bgp-sessions/` and is reconciled from `<source.path>/bgp-sessions`.
+pub fn sessions_unit(
+    spec: &MetalLBImagePrepullSpec,
+    check: &super::config::BgpSessionCheck,
+    unit: &UnitSettings,
+    gated: &str,
+) -> Rendered {
+    use super::sessions::{self, SESSIONS_MARGIN_SECS, SESSIONS_UNIT};
+    let ns = spec.namespace.as_str();
+    let dir = format!("{}/bgp-sessions", unit.payload_dir);
+    let job_spec = sessions::job_spec(spec, check);
+    let job_text = serde_yaml::to_string(&to_value(&job_spec)).unwrap_or_default();
+    let job_name = format!(
+        "{SESSIONS_UNIT}-check-{:08x}",
+        fnv1a(&[&job_text, ns]) >> 32
+    );
+    let job = Job {
+        metadata: meta(&job_name, ns, "bgp-session-check"),
+        spec: Some(job_spec),
+        ..Default::default()
+    };
+    let (service_account, role, binding) = sessions::rbac(ns);
+    let kustomize_file = KustomizeFile {
+        api_version: "kustomize.config.k8s.io/v1beta1",
+        kind: "Kustomization",
+        metadata: ObjectMeta {
+            name: Some(SESSIONS_UNIT.into()),
+            labels: Some(BTreeMap::from([(
+                MANAGED_BY.0.to_string(),
+                MANAGED_BY.1.to_string(),
+            )])),
+            annotations: Some(BTreeMap::from([(
+                LOCAL_CONFIG.to_string(),
+                "true".to_string(),
+            )])),
+            ..Default::default()
+        },
+        resources: vec!["check.yaml".into()],
+    };
+    let flux_timeout =
+        flux_duration(check.timeout.as_secs_ceil() + SESSIONS_MARGIN_SECS + FLUX_MARGIN_SECS);
+    let mut flux_labels = unit.identity.labels.clone();
+    flux_labels
+        .entry(MANAGED_BY.0.into())
+        .or_insert_with(|| MANAGED_BY.1.into());
+    let mut depends = serde_yaml::Mapping::new();
+    depends.insert("name".into(), gated.into());
+    let flux = FluxKustomization {
+        api_version: "kustomize.toolkit.fluxcd.io/v1",
+        kind: "Kustomization",
+        metadata: ObjectMeta {
+            name: Some(SESSIONS_UNIT.into()),
+            namespace: unit.flux_namespace.clone(),
+            labels: Some(flux_labels),
+            ..Default::default()
+        },
+        spec: FluxKustomizationSpec {
+            depends_on: vec![Value::Mapping(depends)],
+            force: unit.force,
+            health_checks: vec![HealthCheck {
+                api_version: "batch/v1",
+                kind: "Job",
+                name: job_name.clone(),
+                namespace: ns.into(),
+            }],
+            interval: unit.interval.clone(),
+            kube_config: unit.kube_config.as_ref().map(|(k, _)| k.clone()),
+            path: format!("{}/bgp-sessions", unit.path.trim_end_matches('/')),
+            prune: true,
+            retry_interval: unit.retry_interval.clone(),
+            source_ref: unit.source_ref.clone(),
+            target_namespace: ns.into(),
+            timeout: flux_timeout.clone(),
+            wait: false,
+        },
+    };
+    let flux_path = match unit.flux_file.0.rsplit_once('/') {
+        Some((d, _)) => format!("{d}/{SESSIONS_UNIT}.yaml"),
+        None => format!("{SESSIONS_UNIT}.yaml"),
+    };
+    let check_file = format!("{dir}/check.yaml");
+    let objects = vec![
+        mark(to_value(&flux), &flux_path, 0),
+        mark(to_value(&service_account), &check_file, 0),
+        mark(to_value(&role), &check_file, 1),
+        mark(to_value(&binding), &check_file, 2),
+        mark(to_value(&job), &check_file, 3),
+        mark(
+            to_value(&kustomize_file),
+            &format!("{dir}/kustomization.yaml"),
+            0,
+        ),
+    ];
+    Rendered {
+        objects,
+        job_name,
+        flux_timeout,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,4 +1,5 @@
-//! How MetalLB and Cilium are installed, in the forms cozystack and plain Flux setups use:
+//! How MetalLB and Cilium are installed, in the forms cozystack and plain Flux setups use (shared
+//! by the announcer and the prepull mode):
 //!
 //! - a Flux `HelmRelease` (`helm.toolkit.fluxcd.io/v2`) with `spec.chart` (a chart from a
 //!   HelmRepository, or a path in a GitRepository or Bucket) or `spec.chartRef` (an
