@@ -14,40 +14,41 @@ use crate::krm::KrmResult;
 /// Cilium's default `l2announcements.leaseRenewDeadline`.
 pub const DEFAULT_RENEW_SECS: u64 = 5;
 
+/// A Flux Kustomization `patches` entry: `patch` applied to the objects of `kind` whose name
+/// matches `name` (a regex, as Flux's target selector reads it).
+fn kustomization_patch(kind: &str, name: &str, patch: String) -> Value {
+    let mut target = Mapping::new();
+    target.insert("kind".into(), kind.into());
+    target.insert("name".into(), name.into());
+    let mut entry = Mapping::new();
+    entry.insert("patch".into(), Value::from(patch));
+    entry.insert("target".into(), Value::Mapping(target));
+    Value::Mapping(entry)
+}
+
 /// The patch cutover adds to a Flux Kustomization that installs MetalLB from manifests: the
 /// speaker DaemonSet gets a node selector no node has, so no speaker pod runs.
 fn speaker_patch() -> Value {
-    let mut target = Mapping::new();
-    target.insert("kind".into(), "DaemonSet".into());
-    target.insert("name".into(), ".*speaker".into());
-    let mut patch = Mapping::new();
-    patch.insert(
-        "patch".into(),
-        Value::from(format!(
+    kustomization_patch(
+        "DaemonSet",
+        ".*speaker",
+        format!(
             "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: speaker\nspec:\n  template:\n    spec:\n      nodeSelector:\n        {}: {}\n",
             SPEAKER_OFF.0, SPEAKER_OFF.1
-        )),
-    );
-    patch.insert("target".into(), Value::Mapping(target));
-    Value::Mapping(patch)
+        ),
+    )
 }
 
 /// The patch that goes with [`speaker_patch`]: MetalLB's controller Deployment scaled to 0, so
 /// deleting the IPAddressPools in phase cutover cannot make it clear or re-allocate a Service's
 /// status (`clearServiceState`, metallb/metallb controller/service.go v0.16.1).
 fn controller_patch() -> Value {
-    let mut target = Mapping::new();
-    target.insert("kind".into(), "Deployment".into());
-    target.insert("name".into(), ".*controller".into());
-    let mut patch = Mapping::new();
-    patch.insert(
-        "patch".into(),
-        Value::from(
-            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: controller\nspec:\n  replicas: 0\n",
-        ),
-    );
-    patch.insert("target".into(), Value::Mapping(target));
-    Value::Mapping(patch)
+    kustomization_patch(
+        "Deployment",
+        ".*controller",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: controller\nspec:\n  replicas: 0\n"
+            .to_owned(),
+    )
 }
 
 /// A MetalLB controller Deployment among plain manifests, scaled to 0 (phase stop-speaker), with

@@ -17,16 +17,12 @@
 //! it requires at least one, and every one `Established`.
 
 use k8s_openapi::api::batch::v1::JobSpec;
-use k8s_openapi::api::core::v1::{
-    Container, EmptyDirVolumeSource, EnvVar, PodSpec, PodTemplateSpec, ServiceAccount, Volume,
-    VolumeMount,
-};
+use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::config::{BgpSessionCheck, MetalLBImagePrepullSpec};
-use super::daemonset::pull_secrets;
-use super::pod::{labels, meta, quantity, resources, restricted_container, restricted_pod};
+use super::pod::meta;
+use super::waiter::{KubectlJob, env, kubectl_job};
 
 /// Name of the check's Flux Kustomization and of its ServiceAccount, Role and RoleBinding.
 pub const SESSIONS_UNIT: &str = "metallb-bgp-sessions";
@@ -60,68 +56,24 @@ fn checker_name() -> String {
     format!("{SESSIONS_UNIT}-check")
 }
 
-fn env(name: &str, value: &str) -> EnvVar {
-    EnvVar {
-        name: name.into(),
-        value: Some(value.into()),
-        ..Default::default()
-    }
-}
-
 /// Spec of the check Job (its name is derived from a hash of it).
 pub fn job_spec(spec: &MetalLBImagePrepullSpec, check: &BgpSessionCheck) -> JobSpec {
-    let uid = spec.run_as_user;
     let secs = check.timeout.as_secs_ceil();
-    JobSpec {
-        active_deadline_seconds: Some(
-            i64::try_from(secs + SESSIONS_MARGIN_SECS).unwrap_or(i64::MAX),
-        ),
-        backoff_limit: Some(0),
-        template: PodTemplateSpec {
-            metadata: Some(ObjectMeta {
-                labels: Some(labels("bgp-session-check")),
-                ..Default::default()
-            }),
-            spec: Some(PodSpec {
-                restart_policy: Some("Never".into()),
-                service_account_name: Some(checker_name()),
-                automount_service_account_token: Some(true),
-                enable_service_links: Some(false),
-                security_context: Some(restricted_pod(uid)),
-                containers: vec![Container {
-                    name: "check".into(),
-                    image: Some(spec.waiter_image.to_string()),
-                    image_pull_policy: Some("IfNotPresent".into()),
-                    command: Some(vec!["/bin/sh".into(), "-c".into(), CHECK_SCRIPT.into()]),
-                    env: Some(vec![
-                        env("NAMESPACE", &spec.namespace),
-                        env("TIMEOUT", &secs.to_string()),
-                        env("HOME", "/tmp"),
-                    ]),
-                    resources: Some(resources(("10m", "64Mi"), ("200m", "128Mi"))),
-                    security_context: Some(restricted_container(uid)),
-                    volume_mounts: Some(vec![VolumeMount {
-                        name: "tmp".into(),
-                        mount_path: "/tmp".into(),
-                        ..Default::default()
-                    }]),
-                    ..Default::default()
-                }],
-                image_pull_secrets: pull_secrets(spec),
-                priority_class_name: spec.priority_class_name.clone(),
-                volumes: Some(vec![Volume {
-                    name: "tmp".into(),
-                    empty_dir: Some(EmptyDirVolumeSource {
-                        size_limit: Some(quantity("16Mi")),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                }]),
-                ..Default::default()
-            }),
+    kubectl_job(
+        spec,
+        KubectlJob {
+            component: "bgp-session-check",
+            service_account: checker_name(),
+            container: "check",
+            script: CHECK_SCRIPT,
+            env: vec![
+                env("NAMESPACE", &spec.namespace),
+                env("TIMEOUT", &secs.to_string()),
+            ],
+            deadline_secs: secs + SESSIONS_MARGIN_SECS,
+            backoff_limit: 0,
         },
-        ..Default::default()
-    }
+    )
 }
 
 /// ServiceAccount, Role (read-only on BGPSessionStates) and RoleBinding in `ns`: the unit's

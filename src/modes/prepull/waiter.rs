@@ -50,7 +50,7 @@ fn waiter_name() -> String {
     format!("{UNIT}-waiter")
 }
 
-fn env(name: &str, value: &str) -> EnvVar {
+pub(super) fn env(name: &str, value: &str) -> EnvVar {
     EnvVar {
         name: name.into(),
         value: Some(value.into()),
@@ -65,49 +65,82 @@ fn env(name: &str, value: &str) -> EnvVar {
 /// unit's health evidence and log; a new image list or timeout gives a new name (Flux creates
 /// it and prunes the old one), and closing the gate prunes it with the unit.
 pub fn job_spec(spec: &MetalLBImagePrepullSpec) -> JobSpec {
-    let uid = spec.run_as_user;
     let wait_secs = spec.wait_timeout.as_secs_ceil();
     let on_timeout = match spec.on_timeout {
         OnTimeout::Proceed => "proceed",
         OnTimeout::Fail => "fail",
     };
-    JobSpec {
-        active_deadline_seconds: Some(
-            i64::try_from(wait_secs + DEADLINE_MARGIN_SECS).unwrap_or(i64::MAX),
+    let env = vec![
+        env("NAMESPACE", &spec.namespace),
+        env("DAEMONSET", UNIT),
+        env(
+            "SELECTOR",
+            &format!("{NAME_LABEL}={UNIT},app.kubernetes.io/component=image-prepull"),
         ),
-        backoff_limit: Some(1),
+        env("TIMEOUT", &format!("{wait_secs}s")),
+        env("ON_TIMEOUT", on_timeout),
+        env("NOT_READY", NOT_READY_TEMPLATE),
+    ];
+    kubectl_job(
+        spec,
+        KubectlJob {
+            component: "waiter",
+            service_account: waiter_name(),
+            container: "wait",
+            script: WAIT_SCRIPT,
+            env,
+            deadline_secs: wait_secs + DEADLINE_MARGIN_SECS,
+            backoff_limit: 1,
+        },
+    )
+}
+
+/// What differs between the Jobs that run a kubectl script (the waiter, the BGP session check).
+pub(super) struct KubectlJob {
+    /// `app.kubernetes.io/component` of the pod.
+    pub component: &'static str,
+    /// Its ServiceAccount (see each Job's `rbac`).
+    pub service_account: String,
+    /// Container name.
+    pub container: &'static str,
+    /// The `/bin/sh -c` script.
+    pub script: &'static str,
+    /// The script's environment (`HOME=/tmp` is added).
+    pub env: Vec<EnvVar>,
+    /// `activeDeadlineSeconds`.
+    pub deadline_secs: u64,
+    /// `backoffLimit`.
+    pub backoff_limit: i32,
+}
+
+/// A Job whose one container runs a kubectl script in `spec.waiterImage`: Pod Security
+/// restricted, read-only root filesystem with a small `/tmp`, bounded in time.
+pub(super) fn kubectl_job(spec: &MetalLBImagePrepullSpec, job: KubectlJob) -> JobSpec {
+    let uid = spec.run_as_user;
+    let mut env = job.env;
+    // kubectl caches discovery under $HOME; the root filesystem is read-only.
+    env.push(self::env("HOME", "/tmp"));
+    JobSpec {
+        active_deadline_seconds: Some(i64::try_from(job.deadline_secs).unwrap_or(i64::MAX)),
+        backoff_limit: Some(job.backoff_limit),
         template: PodTemplateSpec {
             metadata: Some(ObjectMeta {
-                labels: Some(labels("waiter")),
+                labels: Some(labels(job.component)),
                 ..Default::default()
             }),
             spec: Some(PodSpec {
                 restart_policy: Some("Never".into()),
-                service_account_name: Some(waiter_name()),
+                service_account_name: Some(job.service_account),
                 // kubectl authenticates with the projected service account token.
                 automount_service_account_token: Some(true),
                 enable_service_links: Some(false),
                 security_context: Some(restricted_pod(uid)),
                 containers: vec![Container {
-                    name: "wait".into(),
+                    name: job.container.into(),
                     image: Some(spec.waiter_image.to_string()),
                     image_pull_policy: Some("IfNotPresent".into()),
-                    command: Some(vec!["/bin/sh".into(), "-c".into(), WAIT_SCRIPT.into()]),
-                    env: Some(vec![
-                        env("NAMESPACE", &spec.namespace),
-                        env("DAEMONSET", UNIT),
-                        env(
-                            "SELECTOR",
-                            &format!(
-                                "{NAME_LABEL}={UNIT},app.kubernetes.io/component=image-prepull"
-                            ),
-                        ),
-                        env("TIMEOUT", &format!("{wait_secs}s")),
-                        env("ON_TIMEOUT", on_timeout),
-                        env("NOT_READY", NOT_READY_TEMPLATE),
-                        // kubectl caches discovery under $HOME; the root filesystem is read-only.
-                        env("HOME", "/tmp"),
-                    ]),
+                    command: Some(vec!["/bin/sh".into(), "-c".into(), job.script.into()]),
+                    env: Some(env),
                     // kubectl needs a few tens of MiB; still small next to anything else on the node.
                     resources: Some(resources(("10m", "64Mi"), ("200m", "128Mi"))),
                     security_context: Some(restricted_container(uid)),
