@@ -20,6 +20,9 @@ USAGE:
     cutover schema [KIND]   print the JSON schema of the function config (all kinds, or one)
     cutover observe [NAME]  wrap `kubectl get … -o yaml` (stdin) into an ObservedState item
                             for the load-balancer announcer (stdout; NAME defaults to `live`)
+    cutover verify GATE --plan FILE
+                            check a phase of the MetalLB → Cilium L2 cutover on the live
+                            objects (`kubectl get … -o yaml` on stdin; see cutover verify --help)
     cutover help [COMMAND]  print this help, or the help of a command (also: COMMAND --help)
     cutover --version       print the version
 
@@ -71,6 +74,8 @@ fn main() -> ExitCode {
                 &schema_usage(),
             ),
         },
+        ["help", "verify"] | ["verify", .., "--help" | "-h"] => print(cutover::verify::USAGE),
+        ["verify", rest @ ..] => verify(rest),
         ["observe"] => observe("live"),
         ["observe", name] if !name.starts_with('-') => observe(name),
         ["schema", ..] => usage_error(&format!("unexpected arguments {args:?}"), &schema_usage()),
@@ -138,6 +143,57 @@ fn observe(name: &str) -> ExitCode {
             eprintln!("cutover observe: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `cutover verify`: reads the plan file and kubectl's List on stdin, prints the findings.
+fn verify(args: &[&str]) -> ExitCode {
+    let args = match cutover::verify::Args::parse(args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("cutover verify: {e}\n\n{}", cutover::verify::USAGE);
+            return ExitCode::from(2);
+        }
+    };
+    let plan = match std::fs::read_to_string(&args.plan) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("cutover verify: cannot read --plan {}: {e}", args.plan);
+            return ExitCode::from(2);
+        }
+    };
+    let mut input = String::new();
+    if let Err(e) = std::io::stdin().read_to_string(&mut input) {
+        eprintln!("cutover verify: cannot read stdin: {e}");
+        return ExitCode::FAILURE;
+    }
+    let now = match args.now {
+        Some(t) => t,
+        None => match std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_err(|e| e.to_string())
+            .and_then(|d| {
+                let secs = i64::try_from(d.as_secs()).map_err(|e| e.to_string())?;
+                k8s_openapi::jiff::Timestamp::new(secs, 0).map_err(|e| e.to_string())
+            }) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("cutover verify: the clock is out of range: {e}; pass --now");
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+    let report = cutover::verify::run(&args, &plan, &input, now);
+    for line in &report.errors {
+        eprintln!("{line}");
+    }
+    let mut text = report.lines.join("\n");
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    match print(&text) {
+        code if code == ExitCode::SUCCESS => ExitCode::from(report.exit_code),
+        code => code,
     }
 }
 
