@@ -231,18 +231,21 @@ fn condition_true(obj: &Value, kind: &str) -> bool {
 /// `app.kubernetes.io/name: metallb` + `app.kubernetes.io/component`, or the manifests' `app:
 /// metallb` + `component`; phase Running or Pending (a pod that may still answer).
 fn metallb_component(pod: &Value) -> Option<&str> {
-    let name = pod
-        .label("app.kubernetes.io/name")
-        .or_else(|| pod.label("app"));
-    let running = matches!(
-        str_at(pod, &["status", "phase"]),
-        Some("Running" | "Pending")
-    );
+    running_metallb_component(|k| pod.label(k), str_at(pod, &["status", "phase"]))
+}
+
+/// [`metallb_component`] on a pod's `label` lookup and `status.phase`, whatever the pod's
+/// representation (`cutover verify` reads typed Pods).
+pub fn running_metallb_component<'a>(
+    label: impl Fn(&str) -> Option<&'a str>,
+    phase: Option<&str>,
+) -> Option<&'a str> {
+    let name = label("app.kubernetes.io/name").or_else(|| label("app"));
+    let running = matches!(phase, Some("Running" | "Pending"));
     if name != Some("metallb") || !running {
         return None;
     }
-    pod.label("app.kubernetes.io/component")
-        .or_else(|| pod.label("component"))
+    label("app.kubernetes.io/component").or_else(|| label("component"))
 }
 
 /// `cutover observe`: reads kubectl's `List` (YAML or JSON, as `kubectl get … -o yaml` prints
