@@ -24,6 +24,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde::Deserialize;
 use serde_yaml::Value;
 
+use crate::modes::announcer::model::{self, l2announcer, state::Cluster, state::SvcKey};
 use crate::modes::announcer::observed::{self, EXCLUDE_LB_LABEL, Observed};
 
 /// The Service condition LB-IPAM writes (cilium/cilium `operator/pkg/lbipam/lbipam.go`,
@@ -325,6 +326,8 @@ pub struct Live {
     pub policies: Vec<CiliumObject>,
     /// MetalLB `IPAddressPool`s and `L2Advertisement`s as `(kind, object)`.
     pub metallb: Vec<(String, MetallbObject)>,
+    /// The items as read, for the transition model's reader ([`model::snapshot`]).
+    pub items: Vec<Value>,
 }
 
 impl Live {
@@ -380,6 +383,7 @@ impl Live {
                 _ => {}
             }
         }
+        live.items = items.clone();
         Ok(live)
     }
 }
@@ -707,8 +711,16 @@ pub fn controller_stopped(ctx: &Context<'_>) -> Vec<Finding> {
 /// `cilium-l2announce-<ns>-<name>` held by a node, unexpired at `now`
 /// (`renewTime + leaseDurationSeconds`), and the node carries no
 /// `node.kubernetes.io/exclude-from-external-load-balancers` (live, or in the plan's nodes).
+///
+/// The holder must also be a node Cilium may announce the Service from: one a
+/// `CiliumL2AnnouncementPolicy` with `loadBalancerIPs` selects for it (the transition model's
+/// [`l2announcer::announcers`], read from the live objects).
 pub fn lease_held(ctx: &Context<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
+    let mut cluster: Cluster = model::snapshot(&ctx.live.items).cluster;
+    // A held Lease means the agents run the L2 announcer; the flag lives in Cilium's values,
+    // which the live objects do not carry.
+    cluster.flags.l2_announcements = true;
     for ((ns, svc_name), want) in &ctx.plan.services {
         if want.is_empty() {
             continue;
@@ -782,6 +794,26 @@ pub fn lease_held(ctx: &Context<'_>) -> Vec<Finding> {
                 &mut out,
                 format!("Lease {at} is held by {node}, which is no Node of the cluster"),
             );
+        } else {
+            let key = SvcKey {
+                namespace: ns.clone(),
+                name: svc_name.clone(),
+            };
+            let candidates = l2announcer::announcers(&cluster, &key);
+            if !candidates.contains(node) {
+                let allowed: Vec<&str> = candidates.iter().map(String::as_str).collect();
+                push(
+                    &mut out,
+                    format!(
+                        "Lease {at} is held by {node}, which no CiliumL2AnnouncementPolicy selects for it (selected: {})",
+                        if allowed.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            allowed.join(",")
+                        }
+                    ),
+                );
+            }
         }
     }
     out
@@ -891,7 +923,7 @@ mod tests {
                 "- {{apiVersion: coordination.k8s.io/v1, kind: Lease, metadata: {{name: cilium-l2announce-shop-web, namespace: kube-system}}, spec: {{holderIdentity: {holder}, leaseDurationSeconds: 15, renewTime: \"{renew}\"}}}}\n"
             )
         };
-        let nodes = "- {apiVersion: v1, kind: Node, metadata: {name: cp1}}\n- {apiVersion: v1, kind: Node, metadata: {name: w1}}\n";
+        let nodes = "- {apiVersion: v1, kind: Node, metadata: {name: cp1}}\n- {apiVersion: v1, kind: Node, metadata: {name: w1}}\n- {apiVersion: cilium.io/v2alpha1, kind: CiliumL2AnnouncementPolicy, metadata: {name: all}, spec: {loadBalancerIPs: true}}\n";
         let ok = list(&format!(
             "{WEB}{nodes}{}",
             lease("w1", "2026-01-01T00:00:00.000000Z")
@@ -907,9 +939,18 @@ mod tests {
             lease("cp1", "2026-01-01T00:00:00.000000Z")
         ));
         assert_eq!(ctx_check(Gate::Cutover, &cp, now), vec![Check::LeaseHeld]);
+        let no_policy = ok.replace("kind: CiliumL2AnnouncementPolicy", "kind: Other");
+        assert_eq!(
+            ctx_check(Gate::Cutover, &no_policy, now),
+            vec![Check::LeaseHeld]
+        );
         assert_eq!(
             ctx_check(Gate::Prepare, &ok, now),
-            vec![Check::IpamSatisfied, Check::NoForeignAnnouncer]
+            vec![
+                Check::IpamSatisfied,
+                Check::NoForeignAnnouncer,
+                Check::NoForeignAnnouncer
+            ]
         );
         let pods = "- {apiVersion: v1, kind: Pod, metadata: {name: s, labels: {app: metallb, component: speaker}}, status: {phase: Pending}}\n- {apiVersion: v1, kind: Pod, metadata: {name: c, labels: {app.kubernetes.io/name: metallb, app.kubernetes.io/component: controller}}, status: {phase: Running}}\n- {apiVersion: v1, kind: Pod, metadata: {name: f, labels: {app: metallb, component: speaker}}, status: {phase: Failed}}\n";
         assert_eq!(

@@ -325,6 +325,37 @@ fn cutover_fails_unless_each_lease_is_held_unexpired_by_an_allowed_node() {
             "Service shop/web: Lease kube-system/cilium-l2announce-shop-web is held by w9, which is no Node of the cluster",
         ],
     );
+    // The holder must be a node a policy selects for the Service (the transition model's
+    // candidates): here the policy selects infra's Services only.
+    let narrowed = edit(
+        &state,
+        "    loadBalancerIPs: true\n",
+        "    loadBalancerIPs: true\n    serviceSelector: {matchLabels: {io.kubernetes.service.namespace: infra}}\n",
+    );
+    assert_findings(
+        "cutover",
+        &narrowed,
+        &[
+            "Service shop/web: Lease kube-system/cilium-l2announce-shop-web is held by w1, which no CiliumL2AnnouncementPolicy selects for it (selected: none)",
+        ],
+    );
+    let worker = edit(
+        &state,
+        "      matchExpressions: [{key: node.kubernetes.io/exclude-from-external-load-balancers, operator: DoesNotExist}]\n",
+        "      matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [w2]}]\n",
+    );
+    let worker = edit(
+        &worker,
+        "metadata: {name: w2}",
+        "metadata: {name: w2, labels: {kubernetes.io/hostname: w2}}",
+    );
+    assert_findings(
+        "cutover",
+        &worker,
+        &[
+            "Service shop/web: Lease kube-system/cilium-l2announce-shop-web is held by w1, which no CiliumL2AnnouncementPolicy selects for it (selected: w2)",
+        ],
+    );
     // Both Leases were renewed at 12:00:20 for 15 s.
     let run = verify("cutover", &state, &["--now=2026-12-01T12:00:36Z"]);
     assert_eq!(run.code, 1);
