@@ -48,12 +48,26 @@ fn main() -> ExitCode {
                 .map(io::Source::Copy)
         })
         .collect();
+    // Items written from their trees spell their scalars as the input did, as the function does.
+    let spelled: Vec<Option<io::Spelled>> = (0..list.items.len())
+        .map(|index| {
+            let copied = sources.get(index).is_some_and(Option::is_some);
+            (!copied).then_some(io::Spelled {
+                spellings: cutover::krm::yaml::spelling::Spellings {
+                    text,
+                    entries: &list.spellings,
+                },
+                index,
+            })
+        })
+        .collect();
     // Streamed to stdout as the function streams its output.
     let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let written = io::write_to(
         &mut stdout,
         &list.items,
         &sources,
+        &spelled,
         list.function_config.as_ref(),
         &list.results,
         &[],

@@ -14,8 +14,10 @@ use super::object::{KrmObject, SharedFile, missing_krm_field};
 use super::read::{self, Config, ReadError};
 use super::result::{FileRef, KrmResult};
 use super::splice;
-pub use super::write::{Source, WriteError, write, write_to};
+pub use super::write::{Source, Spelled, WriteError, write, write_to};
 use super::yaml::layout::{EntryAt, MetaLayout};
+use super::yaml::load::Kind;
+use super::yaml::spelling::{self, Spelling};
 use super::yaml::{Loader, expansion_limit};
 
 /// `apiVersion` written on every output ResourceList.
@@ -46,6 +48,10 @@ pub struct ResourceList {
     pub released: ReleasedItems,
     /// Items that are not KRM resources (no `apiVersion`, `kind` or `metadata.name`).
     pub not_krm: Vec<NotKrm>,
+    /// How the input spelled the scalars of its items where the emitter would write them
+    /// otherwise (offsets into the input text; see [`super::yaml::spelling`]): an item written
+    /// from its tree writes the scalars that keep their value as the input had them.
+    pub spellings: Vec<Spelling>,
 }
 
 impl ResourceList {
@@ -422,21 +428,50 @@ fn long_json_integer(text: &str) -> Option<(usize, usize, String)> {
 /// the same context (column, depth) as in the whole document. A span is only proven when its
 /// aliases name its own anchors, so it reads alone exactly as it read in place.
 pub fn parse_item(text: &str, span: std::ops::Range<usize>) -> Option<Value> {
-    let chunk = format!("items:\n{}", text.get(span)?);
+    parse_item_spelled(text, span, None).map(|(item, _)| item)
+}
+
+/// [`parse_item`], with the spellings of the item's scalars noted as those of input item `index`
+/// (offsets into `text`), when `index` is given.
+pub fn parse_item_spelled(
+    text: &str,
+    span: std::ops::Range<usize>,
+    index: Option<usize>,
+) -> Option<(Value, Vec<Spelling>)> {
+    const PREFIX: &str = "items:\n";
+    let shift = span.start as isize - PREFIX.len() as isize;
+    let chunk = format!("{PREFIX}{}", text.get(span)?);
     let mut loader = Loader::new(&chunk, expansion_limit(text.len()));
     loader.next_node().ok()?;
     loader.next_node().ok()?;
     let root = loader.next_node().ok()?;
-    let Value::Mapping(mut root) = loader.value(root, 0).ok()? else {
+    let Kind::MappingStart(_) = root.kind else {
         return None;
     };
-    let Some(Value::Sequence(mut entry)) = root.remove("items") else {
-        return None;
-    };
-    if entry.len() != 1 || !root.is_empty() {
+    // `items:` and the sequence's start, then the item.
+    let key = loader.next_node().ok()?;
+    if !matches!(&key.kind, Kind::Scalar { value: Ok(Value::String(k)), .. } if k == "items") {
         return None;
     }
-    entry.pop().filter(Value::is_mapping)
+    let Kind::SequenceStart(_) = loader.next_node().ok()?.kind else {
+        return None;
+    };
+    let node = loader.next_node().ok()?;
+    if let Some(index) = index {
+        loader
+            .spellings
+            .start(spelling::index(spelling::ITEMS, index), shift);
+    }
+    let item = loader.value(node, 2).ok()?;
+    loader.spellings.stop();
+    let ends = [Kind::SequenceEnd, Kind::MappingEnd];
+    for end in ends {
+        if std::mem::discriminant(&loader.next_node().ok()?.kind) != std::mem::discriminant(&end) {
+            return None;
+        }
+    }
+    let spellings = loader.spellings.finish();
+    item.is_mapping().then_some((item, spellings))
 }
 
 fn not_rl(message: impl Into<String>) -> InputError {
@@ -502,6 +537,7 @@ pub(super) fn from_value(doc: Value) -> Result<ResourceList, InputError> {
         item_spans: Vec::new(),
         released: ReleasedItems::default(),
         not_krm: Vec::new(),
+        spellings: Vec::new(),
     })
 }
 

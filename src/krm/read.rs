@@ -21,6 +21,7 @@ use super::io::{InputError, NotKrm, Observer, Released, ReleasedItems, ResourceL
 use super::object::SharedPaths;
 use super::yaml::layout::{MetaLayout, blank_or_comment};
 use super::yaml::load::{ItemsSink, Kind, Node, Segment};
+use super::yaml::spelling;
 use super::yaml::{LoadError, Loader};
 
 /// What [`read`] needs to know about the function config before it reads the items.
@@ -111,6 +112,7 @@ pub(super) fn read<O: Observer>(
         list.item_spans = sink.spans;
         list.released = sink.released;
         list.not_krm = sink.not_krm;
+        list.spellings = loader.spellings.finish();
     } else {
         // The items were not a plain list (anchored, tagged): every tree kept, no spans.
         observe_all(&mut list, &mut observer);
@@ -178,6 +180,11 @@ struct Pending {
     layout: Option<MetaLayout>,
     /// Length of the layout arena before this item's entries.
     arena_mark: usize,
+    /// Spellings noted before this item's.
+    spelling_mark: usize,
+    /// It has anchors, aliases or merge keys (its spellings are kept if it is released: a later
+    /// item's alias may name its anchors).
+    refs: bool,
 }
 
 impl<O: Observer, F: FnMut(Option<&Value>) -> O> ItemsSink for Sink<'_, O, F> {
@@ -205,7 +212,7 @@ impl<O: Observer, F: FnMut(Option<&Value>) -> O> ItemsSink for Sink<'_, O, F> {
             let node: Node = loader.next_node()?;
             if let Kind::SequenceEnd = node.kind {
                 let end = list_end(text, node.start.index);
-                self.place(pending.take(), end);
+                self.place(pending.take(), end, &mut loader.spellings);
                 return Ok(Value::Sequence(std::mem::take(&mut self.items)));
             }
             let dash = if copyable {
@@ -213,13 +220,17 @@ impl<O: Observer, F: FnMut(Option<&Value>) -> O> ItemsSink for Sink<'_, O, F> {
             } else {
                 None
             };
-            self.place(pending.take(), dash);
+            self.place(pending.take(), dash, &mut loader.spellings);
             let block_mapping = matches!(&node.kind, Kind::MappingStart(p) if !p.flow);
             loader.begin_item(node.start.index, dash.is_some() && block_mapping);
             let refs = loader.refs();
-            let value = loader
-                .item(node, 2)
-                .map_err(|e| e.within(Segment::Index(index)))?;
+            let spelling_mark = loader.spellings.entries.len();
+            loader
+                .spellings
+                .start(spelling::index(spelling::ITEMS, index), self.base as isize);
+            let value = loader.item(node, 2);
+            loader.spellings.stop();
+            let value = value.map_err(|e| e.within(Segment::Index(index)))?;
             let own_text = dash.filter(|_| !loader.outside());
             let mut keep = true;
             if value.is_mapping() {
@@ -244,6 +255,8 @@ impl<O: Observer, F: FnMut(Option<&Value>) -> O> ItemsSink for Sink<'_, O, F> {
                 start: own_text,
                 layout,
                 arena_mark,
+                spelling_mark,
+                refs: loader.refs() != refs,
             });
             index += 1;
         }
@@ -253,7 +266,13 @@ impl<O: Observer, F: FnMut(Option<&Value>) -> O> ItemsSink for Sink<'_, O, F> {
 impl<O, F> Sink<'_, O, F> {
     /// Places a read item now that the start of what follows it is known (`end`, `None` when
     /// not proven): released when the observer let it go and its text is proven, else kept.
-    fn place(&mut self, pending: Option<Pending>, end: Option<usize>) {
+    /// The item's noted spellings go with its tree, unless other items may refer to them.
+    fn place(
+        &mut self,
+        pending: Option<Pending>,
+        end: Option<usize>,
+        spellings: &mut spelling::Log,
+    ) {
         let Some(p) = pending else {
             return;
         };
@@ -270,6 +289,9 @@ impl<O, F> Sink<'_, O, F> {
             );
             // An empty mapping allocates nothing; the tree goes now.
             self.items.push(Value::Mapping(Mapping::new()));
+            if !p.refs {
+                spellings.truncate(p.spelling_mark);
+            }
         } else {
             self.released.entries.truncate(p.arena_mark);
             self.items.push(p.value);
