@@ -270,6 +270,14 @@ impl Log {
         style: ScalarStyle,
         tag: Option<&str>,
     ) -> Option<How> {
+        if let Some(t) = tag
+            && matches!(t, "!!null" | "!!bool" | "!!int" | "!!float")
+            && (style != ScalarStyle::Plain || t == "!!null")
+        {
+            // Read as the type the tag names, which the emitter's form has for every reader;
+            // serde_yaml refuses some of these spellings (`!!null ''`).
+            return None;
+        }
         let at = value_start(text, start.index, end.index, tag.is_some());
         let body = at.and_then(|at| text.get(at..end.index));
         let one_line = body.is_some_and(|b| !b.contains(['\n', '\r']));
