@@ -56,6 +56,7 @@ pub(super) fn read<O: Observer>(
     make: &mut impl FnMut(Option<&Value>) -> O,
 ) -> Result<(ResourceList, O), ReadError> {
     let mut loader = Loader::new(text, limit);
+    loader.spellings.items_shift = Some(base as isize);
     let load = |e: LoadError| ReadError::Input(load_error(e));
     loader.next_node().map_err(load)?; // stream start
     let start = loader.next_node().map_err(load)?;
@@ -115,6 +116,7 @@ pub(super) fn read<O: Observer>(
         list.spellings = loader.spellings.finish();
     } else {
         // The items were not a plain list (anchored, tagged): every tree kept, no spans.
+        list.spellings = loader.spellings.finish();
         observe_all(&mut list, &mut observer);
     }
     Ok((list, observer))

@@ -470,6 +470,15 @@ impl<'a> Loader<'a> {
                 }
                 continue;
             }
+            // A root `items` list the sink does not read (anchored): its items' spellings are
+            // noted all the same.
+            let items_shift = match (&sink, key.as_str()) {
+                (Some(_), Some("items")) => self.spellings.items_shift,
+                _ => None,
+            };
+            if let Some(shift) = items_shift {
+                self.spellings.start(spelling::ITEMS, shift);
+            }
             let child = self.child_role(role, &key, &node, key_start);
             let value_start = node.start;
             let value_empty =
@@ -480,9 +489,11 @@ impl<'a> Loader<'a> {
                     if !matches!(style, ScalarStyle::Literal | ScalarStyle::Folded)
                         && node.start.line == node.end.line
             );
-            let value = self
-                .build(node, depth, child)
-                .map_err(|e| e.within(Segment::Key(key_name(&key))))?;
+            let value = self.build(node, depth, child);
+            if items_shift.is_some() {
+                self.spellings.stop();
+            }
+            let value = value.map_err(|e| e.within(Segment::Key(key_name(&key))))?;
             if matches!(role, Role::Metadata | Role::Map(_)) {
                 let end = if value_empty {
                     colon_after(self.text, self.last_end)

@@ -170,6 +170,9 @@ pub struct Log {
     shift: isize,
     /// The emitter's form of a scalar, to compare with its text.
     scratch: String,
+    /// When set, a root `items` list the items reader does not take (anchored) is noted too,
+    /// with this shift.
+    pub items_shift: Option<isize>,
 }
 
 impl Log {
