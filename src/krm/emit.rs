@@ -143,6 +143,11 @@ fn emit_scalar(out: &mut String, v: &Value, indent: usize, at: At<'_>) {
     emit_inline(out, v, indent);
 }
 
+/// True when the emitter writes the string `s` plain (so as a plain scalar reads it).
+pub(crate) fn plain_as_read(s: &str) -> bool {
+    !s.is_empty() && plain_ok(s)
+}
+
 /// The emitter's one-line form of a scalar (what the loader compares a scalar's text with).
 pub(crate) fn scalar(out: &mut String, v: &Value) {
     emit_inline(out, v, 0);

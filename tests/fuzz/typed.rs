@@ -369,7 +369,16 @@ fn serde_view(n: &Node, memo: &mut HashMap<String, Option<Value>>) -> Option<Val
             .entry(text.clone())
             .or_insert_with(|| serde_yaml::from_str::<Value>(text).ok())
             .clone(),
-        Some(t) => Some(Value::String(format!("{t} {text} {plain}"))),
+        // serde_yaml's reading of the core tags (`!!binary`, `!!timestamp` and the non-specific
+        // `!` keep the text as a string); a local tag stays apart.
+        Some(t) => match t.strip_prefix(CORE) {
+            Some("int" | "float" | "bool" | "null") => serde_yaml::from_str(&format!("{t} {text}"))
+                .ok()
+                .or_else(|| serde_yaml::from_str(text).ok()),
+            Some(_) => Some(Value::String(text.clone())),
+            None if t == "!" => Some(Value::String(text.clone())),
+            None => Some(Value::String(format!("{t} {text} {plain}"))),
+        },
     }
 }
 

@@ -273,6 +273,15 @@ impl Log {
         style: ScalarStyle,
         tag: Option<&str>,
     ) -> Option<How> {
+        // The common case first: a plain string the emitter writes plain, as it was read (a
+        // one-line plain scalar's text is its value).
+        if tag.is_none()
+            && style == ScalarStyle::Plain
+            && let Value::String(s) = value
+            && (s.contains('\n') || crate::krm::emit::plain_as_read(s))
+        {
+            return None;
+        }
         if let Some(t) = tag
             && matches!(t, "!!null" | "!!bool" | "!!int" | "!!float")
             && (style != ScalarStyle::Plain || t == "!!null")
@@ -443,5 +452,78 @@ fn reads_as(spelled: &str, v: &Value, key: bool) -> bool {
         }
         (Some(read), v) => read == *v,
         (None, _) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::krm::emit::emit_item;
+    use crate::krm::io::parse_text;
+
+    /// Item 0 of `list` (a ResourceList) written from its tree, after `edit`.
+    fn rewritten(list: &str, edit: impl FnOnce(&mut Value)) -> String {
+        let parsed = parse_text(list).unwrap();
+        let mut item = parsed.items[0].clone();
+        edit(&mut item);
+        let spellings = Spellings {
+            text: list,
+            entries: &parsed.spellings,
+        };
+        let mut out = String::new();
+        emit_item(&mut out, &item, &spellings, 0);
+        out
+    }
+
+    const LIST: &str = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n  - kind: ConfigMap\n    data:\n      mode: 0644\n      size: 1_048_576\n      o: 0o644\n      e: 1e3\n      bin: !!binary aGVsbG8=\n      ts: !!timestamp 2001-12-14\n      eq: =\n      q: 'single'\n      anchored: &x 012\n      alias: *x\n      base: &m {k: 0755, j: \"x\"}\n      merged:\n        <<: *m\n        own: 08\n      lines: !!binary |\n        aGVsbG8=\n        aGVsbG8=\n      0777: key\n      list: [0644, \"0644\", '0644']\n";
+
+    #[test]
+    fn unchanged_scalars_are_written_as_read() {
+        let out = rewritten(LIST, |_| {});
+        let want = "- kind: ConfigMap\n  data:\n    mode: 0644\n    size: 1_048_576\n    o: 0o644\n    e: 1e3\n    bin: !!binary aGVsbG8=\n    ts: !!timestamp 2001-12-14\n    eq: =\n    q: 'single'\n    anchored: 012\n    alias: 012\n    base:\n      k: 0755\n      j: \"x\"\n    merged:\n      own: 08\n      k: 0755\n      j: \"x\"\n    lines: !!binary |\n      aGVsbG8=\n      aGVsbG8=\n    0777: key\n    list:\n    - 0644\n    - \"0644\"\n    - '0644'\n";
+        assert_eq!(out, want);
+    }
+
+    /// A value the mode changed is written in the emitter's form; an equal value put in its
+    /// place is unchanged.
+    #[test]
+    fn changed_scalars_are_written_in_the_emitters_form() {
+        let out = rewritten(LIST, |item| {
+            let data = item["data"].as_mapping_mut().unwrap();
+            data.insert("mode".into(), "0755".into());
+            data.insert("size".into(), "1_048_576".into());
+            data.insert("eq".into(), 1.into());
+            data.insert("new".into(), "=".into());
+            data.insert("bin".into(), "aGk=".into());
+        });
+        for line in [
+            "    mode: \"0755\"\n",
+            "    size: 1_048_576\n",
+            "    eq: 1\n",
+            "    new: \"=\"\n",
+            "    bin: aGk=\n",
+            "    ts: !!timestamp 2001-12-14\n",
+        ] {
+            assert!(out.contains(line), "{line:?} in\n{out}");
+        }
+    }
+
+    #[test]
+    fn tags_are_spelled_for_the_output() {
+        assert_eq!(&*spell_tag(b"tag:yaml.org,2002:binary"), "!!binary");
+        assert_eq!(&*spell_tag(b"!"), "!");
+        assert_eq!(&*spell_tag(b"!a b"), "!a%20b");
+        assert_eq!(
+            &*spell_tag(b"tag:example.com,2000:x"),
+            "!<tag:example.com,2000:x>"
+        );
+    }
+
+    /// Items that are copied note nothing they do not need: the noted spellings of a
+    /// kpt-written item are few.
+    #[test]
+    fn canonical_scalars_are_not_noted() {
+        let list = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- kind: Service\n  metadata:\n    name: a\n    annotations:\n      x: \"0644\"\n  spec:\n    ports:\n    - port: 80\n      name: http\n";
+        assert!(parse_text(list).unwrap().spellings.is_empty());
     }
 }
