@@ -263,7 +263,6 @@ impl Log {
 
     /// How the scalar `value` read from `text[start..end]` (its properties included) was
     /// written, when the emitter would write it otherwise.
-    #[allow(clippy::too_many_arguments)]
     pub fn scalar(
         &mut self,
         text: &str,
