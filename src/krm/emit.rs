@@ -105,6 +105,9 @@ pub fn emit_entry(out: &mut String, item: &Value, indent: usize) {
 /// Emits input item `index` of the items list at column 0 ([`emit_entry`]), its scalars that
 /// still have the value they were read with written as the input spelled them (`spellings`).
 pub fn emit_item(out: &mut String, item: &Value, spellings: &Spellings<'_>, index: usize) {
+    if spellings.entries.is_empty() {
+        return emit_entry(out, item, 0);
+    }
     let path = spellings.resolve(spelling::index(spelling::ITEMS, index));
     emit_entry_at(out, item, 0, Some((spellings, path)));
 }

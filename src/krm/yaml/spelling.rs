@@ -277,7 +277,7 @@ impl Log {
         if tag.is_none()
             && style == ScalarStyle::Plain
             && let Value::String(s) = value
-            && (s.contains('\n') || crate::krm::emit::plain_as_read(s))
+            && (plain_long_word(s) || s.contains('\n') || crate::krm::emit::plain_as_read(s))
         {
             return None;
         }
@@ -289,7 +289,12 @@ impl Log {
             // serde_yaml refuses some of these spellings (`!!null ''`).
             return None;
         }
-        let at = value_start(text, start.index, end.index, tag.is_some());
+        // Untagged and without anchor, the text starts at the node.
+        let at = if tag.is_none() && text.as_bytes().get(start.index) != Some(&b'&') {
+            Some(start.index)
+        } else {
+            value_start(text, start.index, end.index, tag.is_some())
+        };
         let body = at.and_then(|at| text.get(at..end.index));
         let one_line = body.is_some_and(|b| !b.contains(['\n', '\r']));
         if tag.is_none() && matches!(style, ScalarStyle::Literal | ScalarStyle::Folded) {
@@ -311,12 +316,15 @@ impl Log {
                 hash: hash(value),
             });
         }
-        if tag.is_none() {
+        if tag.is_none() && style != ScalarStyle::SingleQuoted && !canonical_number(body, value) {
+            // (The emitter never writes single quotes.)
             self.scratch.clear();
             crate::krm::emit::scalar(&mut self.scratch, value);
             if self.scratch == body {
                 return None;
             }
+        } else if tag.is_none() && style == ScalarStyle::Plain {
+            return None;
         }
         let start = u32::try_from(at?.checked_add_signed(self.shift)?).ok()?;
         let len = u32::try_from(body.len()).ok()?;
@@ -326,6 +334,34 @@ impl Log {
             tag: tag.map(Box::from),
         })
     }
+}
+
+/// A quick yes for most plain strings: starts with an ASCII letter, longer than every word a
+/// YAML reader resolves (`false`, `infinity`), printable ASCII throughout and not ending in `:`.
+/// The emitter writes such a string plain (`emit::plain_ok` agrees; a test checks).
+fn plain_long_word(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() > 8
+        && b[0].is_ascii_alphabetic()
+        && b[b.len() - 1] != b':'
+        && b.iter().all(|&c| (0x20..0x7f).contains(&c))
+        && !s.contains(": ")
+        && !s.contains(" #")
+}
+
+/// True for a plain decimal integer as the emitter writes it (`80`, `-3`), without formatting it.
+fn canonical_number(body: &str, value: &Value) -> bool {
+    let Value::Number(n) = value else {
+        return false;
+    };
+    if !(n.is_u64() || n.is_i64()) {
+        return false;
+    }
+    let digits = body.strip_prefix('-').unwrap_or(body);
+    !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits.len() == 1 || !digits.starts_with('0'))
+        && !(body.starts_with('-') && digits == "0")
 }
 
 /// Where a scalar's text starts after its properties (`&anchor`, `!tag`), when that is on the
@@ -428,8 +464,29 @@ impl<'a> Spellings<'a> {
     }
 }
 
+/// What an untagged one-line text reads as, without a parser when that is simple: a plain
+/// scalar by the reader's own rules, a single-quoted one with `''` for `'`, a double-quoted one
+/// without escapes. `None` when a parser must say.
+fn read_simply(text: &str) -> Option<Value> {
+    let b = text.as_bytes();
+    match b.first()? {
+        b'\'' if b.len() >= 2 && b[b.len() - 1] == b'\'' => {
+            Some(Value::String(text[1..text.len() - 1].replace("''", "'")))
+        }
+        b'"' if b.len() >= 2 && b[b.len() - 1] == b'"' && !text.contains('\\') => {
+            let inner = &text[1..text.len() - 1];
+            (!inner.contains('"')).then(|| Value::String(inner.to_owned()))
+        }
+        b'\'' | b'"' | b'!' | b'&' | b'*' => None,
+        _ => super::resolve::scalar(text, None, super::events::ScalarStyle::Plain).ok(),
+    }
+}
+
 /// True when `spelled` (a one-line scalar with its tag) reads as `v` after `- ` or as a key.
 fn reads_as(spelled: &str, v: &Value, key: bool) -> bool {
+    if !key && let Some(read) = read_simply(spelled) {
+        return same_value(Some(read), v);
+    }
     let read = if key {
         if spelled.len() > 1000 {
             return false;
@@ -444,6 +501,11 @@ fn reads_as(spelled: &str, v: &Value, key: bool) -> bool {
             _ => None,
         }
     };
+    same_value(read, v)
+}
+
+/// `read == v`, NaN equal to NaN.
+fn same_value(read: Option<Value>, v: &Value) -> bool {
     match (read, v) {
         (Some(Value::Number(a)), Value::Number(b)) if a.is_f64() && b.is_f64() => {
             let (a, b) = (a.as_f64(), b.as_f64());
@@ -505,6 +567,24 @@ mod tests {
         ] {
             assert!(out.contains(line), "{line:?} in\n{out}");
         }
+    }
+
+    #[test]
+    fn long_plain_words_are_what_the_emitter_writes_plain() {
+        for s in [
+            "metallb-system",
+            "app.kubernetes.io/name",
+            "infinity.x",
+            "a: b c d e f",
+            "abc # def gh",
+            "abcdefgh:",
+            "abcdefghi",
+        ] {
+            if plain_long_word(s) {
+                assert!(crate::krm::emit::plain_as_read(s), "{s}");
+            }
+        }
+        assert!(plain_long_word("metallb-system"));
     }
 
     #[test]
