@@ -173,14 +173,24 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
             })
         })
         .collect();
-    let spelled: Vec<Option<krm::io::Spelled>> = from
+    // Items written from their tree: the input item each is or replaces.
+    let emitted: Vec<Option<usize>> = from
         .iter()
         .zip(&sources)
-        .map(|(from, source)| {
-            let index = (*from).filter(|_| source.is_none())?;
-            let entries = restored.get(&index).unwrap_or(&list.spellings);
+        .map(|(from, source)| (*from).filter(|_| source.is_none()))
+        .collect();
+    let item_spellings = krm::io::ItemSpellings::new(
+        text,
+        &list,
+        emitted.iter().flatten().copied(),
+        std::mem::take(&mut restored),
+    );
+    let spelled: Vec<Option<krm::io::Spelled>> = emitted
+        .iter()
+        .map(|index| {
+            let index = (*index)?;
             Some(krm::io::Spelled {
-                spellings: krm::yaml::spelling::Spellings { text, entries },
+                spellings: item_spellings.get(text, &list, index),
                 index,
             })
         })
@@ -211,6 +221,7 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
     );
     drop(sources);
     drop(spelled);
+    drop(item_spellings);
     free_in_background((
         list,
         items,

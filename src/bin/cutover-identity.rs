@@ -49,14 +49,16 @@ fn main() -> ExitCode {
         })
         .collect();
     // Items written from their trees spell their scalars as the input did, as the function does.
+    let emitted: Vec<usize> = (0..list.items.len())
+        .filter(|&index| !sources.get(index).is_some_and(Option::is_some))
+        .collect();
+    let item_spellings =
+        io::ItemSpellings::new(text, &list, emitted.iter().copied(), Default::default());
     let spelled: Vec<Option<io::Spelled>> = (0..list.items.len())
         .map(|index| {
             let copied = sources.get(index).is_some_and(Option::is_some);
-            (!copied).then_some(io::Spelled {
-                spellings: cutover::krm::yaml::spelling::Spellings {
-                    text,
-                    entries: &list.spellings,
-                },
+            (!copied).then(|| io::Spelled {
+                spellings: item_spellings.get(text, &list, index),
                 index,
             })
         })

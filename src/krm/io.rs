@@ -17,7 +17,7 @@ use super::splice;
 pub use super::write::{Source, Spelled, WriteError, write, write_to};
 use super::yaml::layout::{EntryAt, MetaLayout};
 use super::yaml::load::Kind;
-use super::yaml::spelling::{self, Spelling};
+use super::yaml::spelling::{self, Spelling, Spellings};
 use super::yaml::{Loader, expansion_limit};
 
 /// `apiVersion` written on every output ResourceList.
@@ -52,6 +52,9 @@ pub struct ResourceList {
     /// otherwise (offsets into the input text; see [`super::yaml::spelling`]): an item written
     /// from its tree writes the scalars that keep their value as the input had them.
     pub spellings: Vec<Spelling>,
+    /// The items whose spellings are in [`Self::spellings`] (ascending): those whose text may
+    /// not be copied (see [`ItemSpellings`]).
+    pub noted: Vec<u32>,
 }
 
 impl ResourceList {
@@ -315,7 +318,86 @@ pub fn parse_text_observed<O: Observer>(
     if trimmed.starts_with('{') {
         return json_or_flow(body, base, limit, &mut observer);
     }
-    yaml(body, base, limit, &mut observer)
+    yaml(body, base, limit, &mut observer, false)
+}
+
+/// The spellings of every item of `text` (a ResourceList that was read already), for items
+/// written from their tree that were not noted on the first reading (see [`ItemSpellings`]).
+pub fn all_spellings(text: &str) -> Vec<Spelling> {
+    let (body, base) = match text.strip_prefix('\u{feff}') {
+        Some(body) => (body, text.len() - body.len()),
+        None => (text, 0),
+    };
+    let limit = expansion_limit(text.len());
+    yaml(body, base, limit, &mut |_| KeepAll, true)
+        .map(|(list, _)| list.spellings)
+        .unwrap_or_default()
+}
+
+/// Where the spellings of the input items written from their tree are (see
+/// [`super::yaml::spelling`]). The first reading notes only the items whose text may not be
+/// copied (an item that may is copied unless a mode changes it): a changed item with a proven
+/// span is read again from its text, alone; an item noted on the first reading uses those
+/// notes; any other (its aliases name anchors in other items) gets them from one more reading
+/// of the whole input, made only then.
+#[derive(Debug, Default)]
+pub struct ItemSpellings {
+    own: std::collections::HashMap<usize, Vec<Spelling>>,
+    all: Option<Vec<Spelling>>,
+}
+
+impl ItemSpellings {
+    /// The spellings for `emitted`, the input items about to be written from their tree;
+    /// `restored` are those already read again (released items an edit needed as trees).
+    pub fn new(
+        text: &str,
+        list: &ResourceList,
+        emitted: impl IntoIterator<Item = usize>,
+        restored: std::collections::HashMap<usize, Vec<Spelling>>,
+    ) -> ItemSpellings {
+        /// Past this many items to read again, the whole input is read once instead.
+        const ALONE: usize = 64;
+        let mut own = restored;
+        let mut spans = Vec::new();
+        let mut all_needed = false;
+        for i in emitted {
+            if own.contains_key(&i) || list.noted_item(i) {
+                continue;
+            }
+            match list.span(i) {
+                Some(span) => spans.push((i, span)),
+                None => all_needed = true,
+            }
+        }
+        all_needed |= spans.len() > ALONE;
+        if !all_needed {
+            for (i, span) in spans {
+                if let Some((_, spellings)) = parse_item_spelled(text, span, Some(i)) {
+                    own.insert(i, spellings);
+                }
+            }
+        }
+        let all = all_needed.then(|| all_spellings(text));
+        ItemSpellings { own, all }
+    }
+
+    /// The spellings to write input item `index` with.
+    pub fn get<'a>(&'a self, text: &'a str, list: &'a ResourceList, index: usize) -> Spellings<'a> {
+        let entries: &[Spelling] = match (self.own.get(&index), &self.all) {
+            (Some(own), _) => own,
+            (None, _) if list.noted_item(index) => &list.spellings,
+            (None, Some(all)) => all,
+            (None, None) => &[],
+        };
+        Spellings { text, entries }
+    }
+}
+
+impl ResourceList {
+    /// Whether item `index` was noted on reading (its spellings are in [`Self::spellings`]).
+    pub fn noted_item(&self, index: usize) -> bool {
+        u32::try_from(index).is_ok_and(|i| self.noted.binary_search(&i).is_ok())
+    }
 }
 
 fn yaml<O: Observer>(
@@ -323,11 +405,12 @@ fn yaml<O: Observer>(
     base: usize,
     limit: usize,
     observer: &mut impl FnMut(Option<&Value>) -> O,
+    note_all: bool,
 ) -> Result<(ResourceList, O), InputError> {
     // At most twice: a second pass knows the function config, so it never asks again.
     let mut config = Config::Find;
     loop {
-        match read::read(body, base, limit, config, observer) {
+        match read::read(body, base, limit, config, observer, note_all) {
             Ok(read) => return Ok(read),
             Err(ReadError::Input(e)) => return Err(e),
             Err(ReadError::Again(fc)) => config = Config::Known(fc),
@@ -345,7 +428,7 @@ fn json_or_flow<O: Observer>(
     let doc = match serde_json::from_str::<Value>(body) {
         Ok(doc) => doc,
         Err(json) => {
-            return yaml(body, base, limit, observer).map_err(|yaml| {
+            return yaml(body, base, limit, observer, false).map_err(|yaml| {
                 // JSON-looking text gets the JSON parser's message.
                 let rest = body.trim_start_matches([' ', '\t', '\r', '\n'])[1..]
                     .trim_start_matches([' ', '\t', '\r', '\n']);
@@ -363,7 +446,7 @@ fn json_or_flow<O: Observer>(
     };
     if let Some(at) = long_json_integer(body) {
         // serde_json read it as a float. The YAML reader names its path (JSON is YAML).
-        return Err(match yaml(body, base, limit, observer) {
+        return Err(match yaml(body, base, limit, observer, false) {
             Err(e @ InputError::Invalid { .. }) => e,
             _ => InputError::Invalid {
                 path: String::new(),
@@ -538,6 +621,7 @@ pub(super) fn from_value(doc: Value) -> Result<ResourceList, InputError> {
         released: ReleasedItems::default(),
         not_krm: Vec::new(),
         spellings: Vec::new(),
+        noted: Vec::new(),
     })
 }
 

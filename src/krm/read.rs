@@ -54,6 +54,7 @@ pub(super) fn read<O: Observer>(
     limit: usize,
     config: Config,
     make: &mut impl FnMut(Option<&Value>) -> O,
+    note_all: bool,
 ) -> Result<(ResourceList, O), ReadError> {
     let mut loader = Loader::new(text, limit);
     loader.spellings.items_shift = Some(base as isize);
@@ -72,6 +73,8 @@ pub(super) fn read<O: Observer>(
         used: None,
         invoked: false,
         copyable: !tag_directives,
+        note_all,
+        noted: Vec::new(),
         base,
         items: Vec::new(),
         spans: Vec::new(),
@@ -114,9 +117,11 @@ pub(super) fn read<O: Observer>(
         list.released = sink.released;
         list.not_krm = sink.not_krm;
         list.spellings = loader.spellings.finish();
+        list.noted = sink.noted;
     } else {
         // The items were not a plain list (anchored, tagged): every tree kept, no spans.
         list.spellings = loader.spellings.finish();
+        list.noted = (0..list.items.len() as u32).collect();
         observe_all(&mut list, &mut observer);
     }
     Ok((list, observer))
@@ -163,6 +168,10 @@ struct Sink<'m, O, F> {
     invoked: bool,
     /// Spans may be proven (no `%TAG` directives).
     copyable: bool,
+    /// Note the spellings of every item, not only of those whose text cannot be copied.
+    note_all: bool,
+    /// The items whose spellings were noted.
+    noted: Vec<u32>,
     base: usize,
     items: Vec<Value>,
     spans: Vec<Option<std::ops::Range<u32>>>,
@@ -227,9 +236,16 @@ impl<O: Observer, F: FnMut(Option<&Value>) -> O> ItemsSink for Sink<'_, O, F> {
             loader.begin_item(node.start.index, dash.is_some() && block_mapping);
             let refs = loader.refs();
             let spelling_mark = loader.spellings.entries.len();
-            loader
-                .spellings
-                .start(spelling::index(spelling::ITEMS, index), self.base as isize);
+            // An item that may be copied is noted only when asked: one written from its tree
+            // after all (changed) is read again from its text then (`io::ItemSpellings`).
+            if self.note_all || dash.is_none() {
+                loader
+                    .spellings
+                    .start(spelling::index(spelling::ITEMS, index), self.base as isize);
+                if let Ok(i) = u32::try_from(index) {
+                    self.noted.push(i);
+                }
+            }
             let value = loader.item(node, 2);
             loader.spellings.stop();
             let value = value.map_err(|e| e.within(Segment::Index(index)))?;
