@@ -29,7 +29,13 @@ fn main() -> ExitCode {
         eprintln!("cutover-identity: cannot read stdin: {e}");
         return ExitCode::FAILURE;
     }
-    let parsed = io::text(&input).and_then(|text| Ok((text, io::parse_text(text)?)));
+    // Every item written from its tree: its spellings noted while reading.
+    let parse = if emit_all {
+        io::parse_text_noted
+    } else {
+        io::parse_text
+    };
+    let parsed = io::text(&input).and_then(|text| Ok((text, parse(text)?)));
     let (text, list) = match parsed {
         Ok(parsed) => parsed,
         Err(e) => {

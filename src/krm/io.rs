@@ -321,6 +321,32 @@ pub fn parse_text_observed<O: Observer>(
     yaml(body, base, limit, &mut observer, false)
 }
 
+/// [`parse_text`], noting the spellings of every item (for a caller that writes every item from
+/// its tree).
+pub fn parse_text_noted(text: &str) -> Result<ResourceList, InputError> {
+    let (body, base) = match text.strip_prefix('\u{feff}') {
+        Some(body) => (body, text.len() - body.len()),
+        None => (text, 0),
+    };
+    if body
+        .trim_start_matches([' ', '\t', '\r', '\n'])
+        .starts_with('{')
+    {
+        return parse_text(text);
+    }
+    if body.trim_start_matches([' ', '\t', '\r', '\n']).is_empty() {
+        return Err(InputError::Empty);
+    }
+    yaml(
+        body,
+        base,
+        expansion_limit(text.len()),
+        &mut |_| KeepAll,
+        true,
+    )
+    .map(|(list, _)| list)
+}
+
 /// The spellings of every item of `text` (a ResourceList that was read already), for items
 /// written from their tree that were not noted on the first reading (see [`ItemSpellings`]).
 pub fn all_spellings(text: &str) -> Vec<Spelling> {
@@ -342,8 +368,11 @@ pub fn all_spellings(text: &str) -> Vec<Spelling> {
 /// of the whole input, made only then.
 #[derive(Debug, Default)]
 pub struct ItemSpellings {
-    own: std::collections::HashMap<usize, Vec<Spelling>>,
-    all: Option<Vec<Spelling>>,
+    /// Each with whether it has redirects.
+    own: std::collections::HashMap<usize, (Vec<Spelling>, bool)>,
+    all: Option<(Vec<Spelling>, bool)>,
+    /// The list's own spellings have redirects.
+    noted_redirects: bool,
 }
 
 impl ItemSpellings {
@@ -357,7 +386,13 @@ impl ItemSpellings {
     ) -> ItemSpellings {
         /// Past this many items to read again, the whole input is read once instead.
         const ALONE: usize = 64;
-        let mut own = restored;
+        let mut own: std::collections::HashMap<usize, (Vec<Spelling>, bool)> = restored
+            .into_iter()
+            .map(|(i, s)| {
+                let r = spelling::has_redirects(&s);
+                (i, (s, r))
+            })
+            .collect();
         let mut spans = Vec::new();
         let mut all_needed = false;
         for i in emitted {
@@ -373,23 +408,36 @@ impl ItemSpellings {
         if !all_needed {
             for (i, span) in spans {
                 if let Some((_, spellings)) = parse_item_spelled(text, span, Some(i)) {
-                    own.insert(i, spellings);
+                    let r = spelling::has_redirects(&spellings);
+                    own.insert(i, (spellings, r));
                 }
             }
         }
-        let all = all_needed.then(|| all_spellings(text));
-        ItemSpellings { own, all }
+        let all = all_needed.then(|| {
+            let all = all_spellings(text);
+            let r = spelling::has_redirects(&all);
+            (all, r)
+        });
+        ItemSpellings {
+            own,
+            all,
+            noted_redirects: spelling::has_redirects(&list.spellings),
+        }
     }
 
     /// The spellings to write input item `index` with.
     pub fn get<'a>(&'a self, text: &'a str, list: &'a ResourceList, index: usize) -> Spellings<'a> {
-        let entries: &[Spelling] = match (self.own.get(&index), &self.all) {
-            (Some(own), _) => own,
-            (None, _) if list.noted_item(index) => &list.spellings,
-            (None, Some(all)) => all,
-            (None, None) => &[],
+        let (entries, redirects): (&[Spelling], bool) = match (self.own.get(&index), &self.all) {
+            (Some((own, r)), _) => (own, *r),
+            (None, _) if list.noted_item(index) => (&list.spellings, self.noted_redirects),
+            (None, Some((all, r))) => (all, *r),
+            (None, None) => (&[], false),
         };
-        Spellings { text, entries }
+        Spellings {
+            text,
+            entries,
+            redirects,
+        }
     }
 }
 

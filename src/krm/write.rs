@@ -152,10 +152,7 @@ pub fn write_to(
                         for op in ops {
                             op.apply_to(&mut tree);
                         }
-                        let spellings = Spellings {
-                            text,
-                            entries: &entries,
-                        };
+                        let spellings = Spellings::new(text, &entries);
                         emit::emit_item(&mut out, &tree, &spellings, 0);
                     }
                 }

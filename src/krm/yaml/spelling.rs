@@ -403,6 +403,24 @@ pub struct Spellings<'a> {
     pub text: &'a str,
     /// Sorted by path, one entry a path.
     pub entries: &'a [Spelling],
+    /// Some entry is an alias or a merged key ([`How::Same`]): paths must be followed.
+    pub redirects: bool,
+}
+
+impl<'a> Spellings<'a> {
+    /// The spellings `entries` (sorted, as [`Log::finish`] gives them) of `text`.
+    pub fn new(text: &'a str, entries: &'a [Spelling]) -> Spellings<'a> {
+        Spellings {
+            text,
+            entries,
+            redirects: has_redirects(entries),
+        }
+    }
+}
+
+/// Whether some entry is an alias or a merged key.
+pub fn has_redirects(entries: &[Spelling]) -> bool {
+    entries.iter().any(|e| matches!(e.how, How::Same { .. }))
 }
 
 /// What [`Spellings::spelled`] found for a scalar.
@@ -419,14 +437,36 @@ pub enum Spelled<'a> {
 impl<'a> Spellings<'a> {
     fn get(&self, path: u64) -> Option<&'a How> {
         let entries = self.entries;
-        entries
+        let n = entries.len();
+        if n == 0 {
+            return None;
+        }
+        // The paths are hashes, spread evenly: start where `path` would be and widen the window
+        // until it holds `path`, so most lookups touch a few neighbouring entries instead of
+        // sixteen scattered ones.
+        let guess = ((u128::from(path) * n as u128) >> 64) as usize;
+        let (mut lo, mut hi) = (guess, guess + 1);
+        let mut step = 1;
+        while lo > 0 && entries[lo].path > path {
+            lo = lo.saturating_sub(step);
+            step *= 2;
+        }
+        step = 1;
+        while hi < n && entries[hi - 1].path < path {
+            hi = (hi + step).min(n);
+            step *= 2;
+        }
+        entries[lo..hi]
             .binary_search_by_key(&path, |e| e.path)
             .ok()
-            .map(|i| &entries[i].how)
+            .map(|i| &entries[lo + i].how)
     }
 
     /// `path` with aliases and merges followed.
     pub fn resolve(&self, mut path: u64) -> u64 {
+        if !self.redirects {
+            return path;
+        }
         for _ in 0..MAX_HOPS {
             match self.get(path) {
                 Some(How::Same { to }) => path = *to,
@@ -527,10 +567,13 @@ mod tests {
         let parsed = parse_text(list).unwrap();
         let mut item = parsed.items[0].clone();
         edit(&mut item);
-        let spellings = Spellings {
-            text: list,
-            entries: &parsed.spellings,
+        let all = crate::krm::io::all_spellings(list);
+        let entries = if parsed.spellings.is_empty() {
+            &all
+        } else {
+            &parsed.spellings
         };
+        let spellings = Spellings::new(list, entries);
         let mut out = String::new();
         emit_item(&mut out, &item, &spellings, 0);
         out
