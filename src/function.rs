@@ -124,6 +124,10 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
     crate::config::configmap::user_field_paths(&mut results, fc);
     let mut items = std::mem::take(&mut list.items);
     let mut origins: Vec<Option<usize>> = (0..items.len()).map(Some).collect();
+    // The input item each output item is or replaces, for the spellings of its scalars.
+    let mut from: Vec<Option<usize>> = origins.clone();
+    // The spellings of released items parsed again for an edit, by input index.
+    let mut restored: HashMap<usize, Vec<krm::yaml::spelling::Spelling>> = HashMap::new();
     // Replaced and removed input items, and edits not applied: freed after the output is written.
     let mut dropped = Vec::new();
     let mut unapplied = Vec::new();
@@ -137,13 +141,17 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
             &mut items,
             outcome.edits,
             &mut text_patches,
+            &mut restored,
         )
-        .and_then(|edits| apply::apply_into(&mut items, edits, &list.released, &mut dropped));
+        .and_then(|edits| {
+            apply::apply_into(&mut items, edits, &list.released, &mut dropped, &mut from)
+        });
         match applied {
             Ok(o) => origins = o,
             // `apply` checks everything before it touches the items: they are still the input.
             Err(e) => {
                 text_patches.clear();
+                from = (0..items.len()).map(Some).collect();
                 results.push(e.tag("check", ENGINE_CHECK));
             }
         }
@@ -165,6 +173,28 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
             })
         })
         .collect();
+    // Items written from their tree: the input item each is or replaces.
+    let emitted: Vec<Option<usize>> = from
+        .iter()
+        .zip(&sources)
+        .map(|(from, source)| (*from).filter(|_| source.is_none()))
+        .collect();
+    let item_spellings = krm::io::ItemSpellings::new(
+        text,
+        &list,
+        emitted.iter().flatten().copied(),
+        std::mem::take(&mut restored),
+    );
+    let spelled: Vec<Option<krm::io::Spelled>> = emitted
+        .iter()
+        .map(|index| {
+            let index = (*index)?;
+            Some(krm::io::Spelled {
+                spellings: item_spellings.get(text, &list, index),
+                index,
+            })
+        })
+        .collect();
     fill_missing_files(&mut results, &items, text, &list);
     for r in &mut results {
         // What a result repeats from the input is shown shortened (krm::result::bound).
@@ -180,9 +210,27 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
         stderr.push_str(&line);
         stderr.push('\n');
     }
-    let written = krm::io::write_to(sink, &items, &sources, fc, &list.results, &results);
+    let written = krm::io::write_to(
+        sink,
+        &items,
+        &sources,
+        &spelled,
+        fc,
+        &list.results,
+        &results,
+    );
     drop(sources);
-    free_in_background((list, items, results, dropped, unapplied, text_patches));
+    drop(spelled);
+    drop(item_spellings);
+    free_in_background((
+        list,
+        items,
+        results,
+        dropped,
+        unapplied,
+        text_patches,
+        restored,
+    ));
     match written {
         Ok(()) => Ok(Report {
             stderr,
@@ -232,6 +280,7 @@ fn edits_on_released(
     items: &mut [serde_yaml::Value],
     edits: Vec<krm::Edit>,
     text_patches: &mut HashMap<usize, Vec<krm::PatchOp>>,
+    restored: &mut HashMap<usize, Vec<krm::yaml::spelling::Spelling>>,
 ) -> Result<Vec<krm::Edit>, KrmResult> {
     if released.is_empty() {
         return Ok(edits);
@@ -260,9 +309,12 @@ fn edits_on_released(
                 }
                 continue;
             }
-            items[*index] = krm::io::parse_item(text, span).ok_or_else(|| {
-                KrmResult::error(format!("internal error: item {index} does not parse again"))
-            })?;
+            let (item, spellings) = krm::io::parse_item_spelled(text, span, Some(*index))
+                .ok_or_else(|| {
+                    KrmResult::error(format!("internal error: item {index} does not parse again"))
+                })?;
+            items[*index] = item;
+            restored.insert(*index, spellings);
             released.remove(*index);
         }
         rest.push(edit);

@@ -775,3 +775,26 @@ fn etp_local_accepted() -> Value {
         .insert("acceptLocalTrafficPolicyChange".into(), Value::Bool(true));
     list
 }
+
+/// An item that cannot be copied (its alias names another item's anchor) is written from its
+/// tree with its scalars as the input spelled them, the aliased one included: go-yaml reads the
+/// same types in the output (`0644` stays the integer 420, not the string `"0644"`).
+#[test]
+fn an_item_written_from_its_tree_keeps_its_spellings() {
+    let input = format!(
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: a\n  data:\n    mode: &m 0644\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: b\n  data:\n    mode: *m\n    size: 1_048_576\n    blob: !!binary aGVsbG8=\n    eq: \"=\"\nfunctionConfig:\n{}",
+        PLAN.lines().map(|l| format!("  {l}\n")).collect::<String>()
+    );
+    let run = run_fn(input.as_bytes());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let out = run.stdout_str();
+    let b = &out[out.find("name: b").expect("item b")..];
+    for kept in [
+        "mode: 0644\n",
+        "size: 1_048_576\n",
+        "blob: !!binary aGVsbG8=\n",
+        "eq: \"=\"\n",
+    ] {
+        assert!(b.contains(kept), "{kept:?} not kept:\n{out}");
+    }
+}

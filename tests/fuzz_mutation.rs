@@ -114,6 +114,7 @@ fn run_case(input: &[u8], limit: Duration) -> (Result<(), Finding>, Cost) {
     let peak = PEAK.load(Ordering::Relaxed).saturating_sub(base);
     let cost = Cost { cpu, peak };
     let verdict = check::contract(&run).map(|_| ()).and_then(|()| {
+        fuzz::typed::untouched_keep_types(input, &run.out.stdout)?;
         let bound = MEMORY_PER_INPUT_BYTE * input.len() + MEMORY_FIXED + memory_for_aliases(input);
         if peak > bound {
             return Err(Finding::new(

@@ -213,7 +213,9 @@ fn make_reference(base: Base) -> Result<Reference, Box<(Base, String, Finding)>>
         base.name
     );
     let run = check::run(plain.as_bytes());
-    let out = match check::contract(&run) {
+    let out = match check::contract(&run).and_then(|out| {
+        fuzz::typed::untouched_keep_types(plain.as_bytes(), &run.out.stdout).map(|()| out)
+    }) {
         Ok(out) => out,
         Err(f) => return Err(Box::new((base, plain, f))),
     };
@@ -315,6 +317,7 @@ fn same_as_plain(
 ) -> Result<(), Finding> {
     let run = check::run(input);
     let got = check::contract(&run)?;
+    fuzz::typed::untouched_keep_types(input, &run.out.stdout)?;
     if run.out.exit_code != want_code {
         return Err(Finding::new(
             Failure::ExitCodeDiffers,

@@ -29,7 +29,13 @@ fn main() -> ExitCode {
         eprintln!("cutover-identity: cannot read stdin: {e}");
         return ExitCode::FAILURE;
     }
-    let parsed = io::text(&input).and_then(|text| Ok((text, io::parse_text(text)?)));
+    // Every item written from its tree: its spellings noted while reading.
+    let parse = if emit_all {
+        io::parse_text_noted
+    } else {
+        io::parse_text
+    };
+    let parsed = io::text(&input).and_then(|text| Ok((text, parse(text)?)));
     let (text, list) = match parsed {
         Ok(parsed) => parsed,
         Err(e) => {
@@ -48,12 +54,28 @@ fn main() -> ExitCode {
                 .map(io::Source::Copy)
         })
         .collect();
+    // Items written from their trees spell their scalars as the input did, as the function does.
+    let emitted: Vec<usize> = (0..list.items.len())
+        .filter(|&index| !sources.get(index).is_some_and(Option::is_some))
+        .collect();
+    let item_spellings =
+        io::ItemSpellings::new(text, &list, emitted.iter().copied(), Default::default());
+    let spelled: Vec<Option<io::Spelled>> = (0..list.items.len())
+        .map(|index| {
+            let copied = sources.get(index).is_some_and(Option::is_some);
+            (!copied).then(|| io::Spelled {
+                spellings: item_spellings.get(text, &list, index),
+                index,
+            })
+        })
+        .collect();
     // Streamed to stdout as the function streams its output.
     let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let written = io::write_to(
         &mut stdout,
         &list.items,
         &sources,
+        &spelled,
         list.function_config.as_ref(),
         &list.results,
         &[],

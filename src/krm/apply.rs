@@ -26,19 +26,28 @@ enum Change {
 /// Returns, for every output item, the index of the input item it is when it is unchanged
 /// (`None` for replaced, patched and added items), so the writer can copy unchanged items verbatim.
 pub fn apply(items: &mut Vec<Value>, edits: Vec<Edit>) -> Result<Vec<Option<usize>>, KrmResult> {
-    apply_into(items, edits, &ReleasedItems::default(), &mut Vec::new())
+    apply_into(
+        items,
+        edits,
+        &ReleasedItems::default(),
+        &mut Vec::new(),
+        &mut Vec::new(),
+    )
 }
 
 /// [`apply`], moving the replaced and removed input items into `dropped` instead of freeing them,
 /// so the caller decides when to pay for freeing (for 10k rewritten Services, freeing the old
 /// trees takes longer than applying the edits). `released` are the items whose trees the parse
 /// let go (empty mappings in `items`): edits must not patch them (the caller restores or
-/// text-patches those first), and the file check takes their files from there.
+/// text-patches those first), and the file check takes their files from there. `from` gets, for
+/// every output item, the index of the input item it is or replaces (`None` for added items):
+/// the writer spells its unchanged scalars as that item did.
 pub fn apply_into(
     items: &mut Vec<Value>,
     edits: Vec<Edit>,
     released: &ReleasedItems,
     dropped: &mut Vec<Value>,
+    from: &mut Vec<Option<usize>>,
 ) -> Result<Vec<Option<usize>>, KrmResult> {
     let count = items.len();
     let mut changes: HashMap<usize, Change> = HashMap::new();
@@ -112,8 +121,10 @@ pub fn apply_into(
     check_unique_files(output_view)?;
     drop(tried);
     let mut origins: Vec<Option<usize>> = Vec::with_capacity(count + added.len());
+    from.clear();
     if changes.is_empty() {
         origins.extend((0..count).map(Some));
+        from.extend((0..count).map(Some));
     } else {
         let old = std::mem::take(items);
         items.reserve(count + added.len());
@@ -122,10 +133,12 @@ pub fn apply_into(
                 None => {
                     items.push(item);
                     origins.push(Some(index));
+                    from.push(Some(index));
                 }
                 Some(Change::Replace(replacement)) => {
                     items.push(replacement);
                     origins.push(None);
+                    from.push(Some(index));
                     dropped.push(item);
                 }
                 Some(Change::Patch(ops)) => {
@@ -135,12 +148,14 @@ pub fn apply_into(
                     }
                     items.push(item);
                     origins.push(None);
+                    from.push(Some(index));
                 }
                 Some(Change::Remove) => dropped.push(item),
             }
         }
     }
     origins.extend(added.iter().map(|_| None));
+    from.extend(added.iter().map(|_| None));
     items.extend(added);
     Ok(origins)
 }

@@ -13,11 +13,13 @@ use std::fmt::Write;
 use serde_yaml::value::Tag;
 use serde_yaml::{Mapping, Value};
 
+use super::yaml::spelling::{self, Spelled, Spellings};
+
 /// Appends `value` as a YAML document body (no `---`) to `out`.
 pub fn emit_document(out: &mut String, value: &Value) {
     match value {
-        Value::Mapping(m) if !m.is_empty() => emit_mapping(out, m, 0),
-        Value::Sequence(s) if !s.is_empty() => emit_sequence(out, s, 0),
+        Value::Mapping(m) if !m.is_empty() => emit_mapping(out, m, 0, None),
+        Value::Sequence(s) if !s.is_empty() => emit_sequence(out, s, 0, None),
         other => {
             emit_inline(out, other, 0);
             out.push('\n');
@@ -25,35 +27,59 @@ pub fn emit_document(out: &mut String, value: &Value) {
     }
 }
 
+/// Where the input's spellings are looked up while a node is written: the spellings and the
+/// node's path (see [`crate::krm::yaml::spelling`]).
+type At<'a> = Option<(&'a Spellings<'a>, u64)>;
+
+/// The path of the key hashed `h` of the mapping at `at`, and of its value.
+fn entry_paths<'a>(at: At<'a>, key: &Value) -> (At<'a>, At<'a>) {
+    match at {
+        Some((sp, map)) => {
+            let h = spelling::hash(key);
+            (
+                Some((sp, sp.resolve(spelling::key(map, h)))),
+                Some((sp, sp.resolve(spelling::value(map, h)))),
+            )
+        }
+        None => (None, None),
+    }
+}
+
+/// The path of entry `i` of the sequence at `at`.
+fn index_path<'a>(at: At<'a>, i: usize) -> At<'a> {
+    at.map(|(sp, seq)| (sp, sp.resolve(spelling::index(seq, i))))
+}
+
 /// Emits a non-empty mapping whose keys start at column `indent`; the first key is written at
 /// the current position (the caller has already indented it).
-fn emit_mapping(out: &mut String, map: &Mapping, indent: usize) {
+fn emit_mapping(out: &mut String, map: &Mapping, indent: usize, at: At<'_>) {
     for (i, (key, value)) in map.iter().enumerate() {
         if i > 0 {
             pad(out, indent);
         }
-        emit_key(out, key, indent);
+        let (key_at, value_at) = entry_paths(at, key);
+        emit_key(out, key, indent, key_at);
         match value {
             Value::Mapping(m) if !m.is_empty() => {
                 out.push('\n');
                 pad(out, indent + 2);
-                emit_mapping(out, m, indent + 2);
+                emit_mapping(out, m, indent + 2, value_at);
             }
             Value::Sequence(s) if !s.is_empty() => {
                 out.push('\n');
                 pad(out, indent);
-                emit_sequence(out, s, indent);
+                emit_sequence(out, s, indent, value_at);
             }
             Value::Tagged(t) if is_block(&t.value) => {
                 out.push(' ');
                 write_tag(out, &t.tag);
                 out.push('\n');
                 pad(out, indent + 2);
-                emit_block_body(out, &t.value, indent + 2);
+                emit_block_body(out, &t.value, indent + 2, value_at);
             }
             scalar => {
                 out.push(' ');
-                emit_inline(out, scalar, indent + 2);
+                emit_scalar(out, scalar, indent + 2, value_at);
                 out.push('\n');
             }
         }
@@ -61,33 +87,73 @@ fn emit_mapping(out: &mut String, map: &Mapping, indent: usize) {
 }
 
 /// Emits a non-empty sequence whose dashes are at column `indent`.
-fn emit_sequence(out: &mut String, seq: &[Value], indent: usize) {
+fn emit_sequence(out: &mut String, seq: &[Value], indent: usize, at: At<'_>) {
     for (i, item) in seq.iter().enumerate() {
         if i > 0 {
             pad(out, indent);
         }
-        emit_entry(out, item, indent);
+        emit_entry_at(out, item, indent, index_path(at, i));
     }
 }
 
 /// Emits one sequence entry (`- ` and its value) whose dash is at column `indent`; the caller has
 /// already indented the line.
 pub fn emit_entry(out: &mut String, item: &Value, indent: usize) {
+    emit_entry_at(out, item, indent, None);
+}
+
+/// Emits input item `index` of the items list at column 0 ([`emit_entry`]), its scalars that
+/// still have the value they were read with written as the input spelled them (`spellings`).
+pub fn emit_item(out: &mut String, item: &Value, spellings: &Spellings<'_>, index: usize) {
+    if spellings.entries.is_empty() {
+        return emit_entry(out, item, 0);
+    }
+    let path = spellings.resolve(spelling::index(spelling::ITEMS, index));
+    emit_entry_at(out, item, 0, Some((spellings, path)));
+}
+
+fn emit_entry_at(out: &mut String, item: &Value, indent: usize, at: At<'_>) {
     out.push_str("- ");
     match item {
-        Value::Mapping(m) if !m.is_empty() => emit_mapping(out, m, indent + 2),
-        Value::Sequence(s) if !s.is_empty() => emit_sequence(out, s, indent + 2),
+        Value::Mapping(m) if !m.is_empty() => emit_mapping(out, m, indent + 2, at),
+        Value::Sequence(s) if !s.is_empty() => emit_sequence(out, s, indent + 2, at),
         Value::Tagged(t) if is_block(&t.value) => {
             write_tag(out, &t.tag);
             out.push('\n');
             pad(out, indent + 2);
-            emit_block_body(out, &t.value, indent + 2);
+            emit_block_body(out, &t.value, indent + 2, at);
         }
         scalar => {
-            emit_inline(out, scalar, indent + 2);
+            emit_scalar(out, scalar, indent + 2, at);
             out.push('\n');
         }
     }
+}
+
+/// A scalar (or empty collection) as [`emit_inline`] writes it, or as the input spelled it at
+/// `at` when that spelling still reads as it.
+fn emit_scalar(out: &mut String, v: &Value, indent: usize, at: At<'_>) {
+    if let Some((sp, path)) = at {
+        match sp.spelled(path, v, false) {
+            Spelled::Text(text) => return out.push_str(&text),
+            Spelled::Tag(tag) => {
+                out.push_str(tag);
+                out.push(' ');
+            }
+            Spelled::No => {}
+        }
+    }
+    emit_inline(out, v, indent);
+}
+
+/// True when the emitter writes the string `s` plain (so as a plain scalar reads it).
+pub(crate) fn plain_as_read(s: &str) -> bool {
+    !s.is_empty() && plain_ok(s)
+}
+
+/// The emitter's one-line form of a scalar (what the loader compares a scalar's text with).
+pub(crate) fn scalar(out: &mut String, v: &Value) {
+    emit_inline(out, v, 0);
 }
 
 fn is_block(v: &Value) -> bool {
@@ -95,10 +161,10 @@ fn is_block(v: &Value) -> bool {
         || matches!(v, Value::Sequence(s) if !s.is_empty())
 }
 
-fn emit_block_body(out: &mut String, v: &Value, indent: usize) {
+fn emit_block_body(out: &mut String, v: &Value, indent: usize, at: At<'_>) {
     match v {
-        Value::Mapping(m) => emit_mapping(out, m, indent),
-        Value::Sequence(s) => emit_sequence(out, s, indent),
+        Value::Mapping(m) => emit_mapping(out, m, indent, at),
+        Value::Sequence(s) => emit_sequence(out, s, indent, at),
         _ => unreachable!("only called for block collections"),
     }
 }
@@ -142,7 +208,30 @@ fn emit_string_key(out: &mut String, key: &str, indent: usize) {
     }
 }
 
-fn emit_key(out: &mut String, key: &Value, indent: usize) {
+fn emit_key(out: &mut String, key: &Value, indent: usize, at: At<'_>) {
+    if let Some((sp, path)) = at
+        && !matches!(key, Value::Mapping(_) | Value::Sequence(_))
+    {
+        match sp.spelled(path, key, true) {
+            Spelled::Text(text) if text.len() <= MAX_SIMPLE_KEY => {
+                out.push_str(&text);
+                out.push(':');
+                return;
+            }
+            Spelled::Tag(tag) if !matches!(key, Value::Tagged(_)) => {
+                // A multi-line key: explicit, its tag kept.
+                out.push_str("? ");
+                out.push_str(tag);
+                out.push(' ');
+                emit_inline(out, key, indent + 2);
+                out.push('\n');
+                pad(out, indent);
+                out.push(':');
+                return;
+            }
+            _ => {}
+        }
+    }
     match key {
         Value::String(s) => emit_string_key(out, s, indent),
         Value::Null | Value::Bool(_) | Value::Number(_) => emit_inline(out, key, 0),
@@ -256,6 +345,9 @@ const AMBIGUOUS_WORDS: &[&str] = &[
     "False", "FALSE", "on", "On", "ON", "off", "Off", "OFF", "null", "Null", "NULL", "~", "",
     // The merge key: YAML 1.1 readers and go-yaml resolve a plain `<<` to it, key or value.
     "<<",
+    // The value key: YAML 1.1 readers resolve a plain `=` to it (PyYAML's `safe_load` refuses
+    // it); go-yaml reads a string.
+    "=",
 ];
 
 /// True when `s` can be written as a plain scalar and every YAML 1.1/1.2 reader reads it back as

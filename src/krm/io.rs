@@ -14,8 +14,10 @@ use super::object::{KrmObject, SharedFile, missing_krm_field};
 use super::read::{self, Config, ReadError};
 use super::result::{FileRef, KrmResult};
 use super::splice;
-pub use super::write::{Source, WriteError, write, write_to};
+pub use super::write::{Source, Spelled, WriteError, write, write_to};
 use super::yaml::layout::{EntryAt, MetaLayout};
+use super::yaml::load::Kind;
+use super::yaml::spelling::{self, Spelling, Spellings};
 use super::yaml::{Loader, expansion_limit};
 
 /// `apiVersion` written on every output ResourceList.
@@ -46,6 +48,13 @@ pub struct ResourceList {
     pub released: ReleasedItems,
     /// Items that are not KRM resources (no `apiVersion`, `kind` or `metadata.name`).
     pub not_krm: Vec<NotKrm>,
+    /// How the input spelled the scalars of its items where the emitter would write them
+    /// otherwise (offsets into the input text; see [`super::yaml::spelling`]): an item written
+    /// from its tree writes the scalars that keep their value as the input had them.
+    pub spellings: Vec<Spelling>,
+    /// The items whose spellings are in [`Self::spellings`] (ascending): those whose text may
+    /// not be copied (see [`ItemSpellings`]).
+    pub noted: Vec<u32>,
 }
 
 impl ResourceList {
@@ -309,7 +318,134 @@ pub fn parse_text_observed<O: Observer>(
     if trimmed.starts_with('{') {
         return json_or_flow(body, base, limit, &mut observer);
     }
-    yaml(body, base, limit, &mut observer)
+    yaml(body, base, limit, &mut observer, false)
+}
+
+/// [`parse_text`], noting the spellings of every item (for a caller that writes every item from
+/// its tree).
+pub fn parse_text_noted(text: &str) -> Result<ResourceList, InputError> {
+    let (body, base) = match text.strip_prefix('\u{feff}') {
+        Some(body) => (body, text.len() - body.len()),
+        None => (text, 0),
+    };
+    if body
+        .trim_start_matches([' ', '\t', '\r', '\n'])
+        .starts_with('{')
+    {
+        return parse_text(text);
+    }
+    if body.trim_start_matches([' ', '\t', '\r', '\n']).is_empty() {
+        return Err(InputError::Empty);
+    }
+    yaml(
+        body,
+        base,
+        expansion_limit(text.len()),
+        &mut |_| KeepAll,
+        true,
+    )
+    .map(|(list, _)| list)
+}
+
+/// The spellings of every item of `text` (a ResourceList that was read already), for items
+/// written from their tree that were not noted on the first reading (see [`ItemSpellings`]).
+pub fn all_spellings(text: &str) -> Vec<Spelling> {
+    let (body, base) = match text.strip_prefix('\u{feff}') {
+        Some(body) => (body, text.len() - body.len()),
+        None => (text, 0),
+    };
+    let limit = expansion_limit(text.len());
+    yaml(body, base, limit, &mut |_| KeepAll, true)
+        .map(|(list, _)| list.spellings)
+        .unwrap_or_default()
+}
+
+/// Where the spellings of the input items written from their tree are (see
+/// [`super::yaml::spelling`]). The first reading notes only the items whose text may not be
+/// copied (an item that may is copied unless a mode changes it): a changed item with a proven
+/// span is read again from its text, alone; an item noted on the first reading uses those
+/// notes; any other (its aliases name anchors in other items) gets them from one more reading
+/// of the whole input, made only then.
+#[derive(Debug, Default)]
+pub struct ItemSpellings {
+    /// Each with whether it has redirects.
+    own: std::collections::HashMap<usize, (Vec<Spelling>, bool)>,
+    all: Option<(Vec<Spelling>, bool)>,
+    /// The list's own spellings have redirects.
+    noted_redirects: bool,
+}
+
+impl ItemSpellings {
+    /// The spellings for `emitted`, the input items about to be written from their tree;
+    /// `restored` are those already read again (released items an edit needed as trees).
+    pub fn new(
+        text: &str,
+        list: &ResourceList,
+        emitted: impl IntoIterator<Item = usize>,
+        restored: std::collections::HashMap<usize, Vec<Spelling>>,
+    ) -> ItemSpellings {
+        /// Past this many items to read again, the whole input is read once instead.
+        const ALONE: usize = 64;
+        let mut own: std::collections::HashMap<usize, (Vec<Spelling>, bool)> = restored
+            .into_iter()
+            .map(|(i, s)| {
+                let r = spelling::has_redirects(&s);
+                (i, (s, r))
+            })
+            .collect();
+        let mut spans = Vec::new();
+        let mut all_needed = false;
+        for i in emitted {
+            if own.contains_key(&i) || list.noted_item(i) {
+                continue;
+            }
+            match list.span(i) {
+                Some(span) => spans.push((i, span)),
+                None => all_needed = true,
+            }
+        }
+        all_needed |= spans.len() > ALONE;
+        if !all_needed {
+            for (i, span) in spans {
+                if let Some((_, spellings)) = parse_item_spelled(text, span, Some(i)) {
+                    let r = spelling::has_redirects(&spellings);
+                    own.insert(i, (spellings, r));
+                }
+            }
+        }
+        let all = all_needed.then(|| {
+            let all = all_spellings(text);
+            let r = spelling::has_redirects(&all);
+            (all, r)
+        });
+        ItemSpellings {
+            own,
+            all,
+            noted_redirects: spelling::has_redirects(&list.spellings),
+        }
+    }
+
+    /// The spellings to write input item `index` with.
+    pub fn get<'a>(&'a self, text: &'a str, list: &'a ResourceList, index: usize) -> Spellings<'a> {
+        let (entries, redirects): (&[Spelling], bool) = match (self.own.get(&index), &self.all) {
+            (Some((own, r)), _) => (own, *r),
+            (None, _) if list.noted_item(index) => (&list.spellings, self.noted_redirects),
+            (None, Some((all, r))) => (all, *r),
+            (None, None) => (&[], false),
+        };
+        Spellings {
+            text,
+            entries,
+            redirects,
+        }
+    }
+}
+
+impl ResourceList {
+    /// Whether item `index` was noted on reading (its spellings are in [`Self::spellings`]).
+    pub fn noted_item(&self, index: usize) -> bool {
+        u32::try_from(index).is_ok_and(|i| self.noted.binary_search(&i).is_ok())
+    }
 }
 
 fn yaml<O: Observer>(
@@ -317,11 +453,12 @@ fn yaml<O: Observer>(
     base: usize,
     limit: usize,
     observer: &mut impl FnMut(Option<&Value>) -> O,
+    note_all: bool,
 ) -> Result<(ResourceList, O), InputError> {
     // At most twice: a second pass knows the function config, so it never asks again.
     let mut config = Config::Find;
     loop {
-        match read::read(body, base, limit, config, observer) {
+        match read::read(body, base, limit, config, observer, note_all) {
             Ok(read) => return Ok(read),
             Err(ReadError::Input(e)) => return Err(e),
             Err(ReadError::Again(fc)) => config = Config::Known(fc),
@@ -339,7 +476,7 @@ fn json_or_flow<O: Observer>(
     let doc = match serde_json::from_str::<Value>(body) {
         Ok(doc) => doc,
         Err(json) => {
-            return yaml(body, base, limit, observer).map_err(|yaml| {
+            return yaml(body, base, limit, observer, false).map_err(|yaml| {
                 // JSON-looking text gets the JSON parser's message.
                 let rest = body.trim_start_matches([' ', '\t', '\r', '\n'])[1..]
                     .trim_start_matches([' ', '\t', '\r', '\n']);
@@ -357,7 +494,7 @@ fn json_or_flow<O: Observer>(
     };
     if let Some(at) = long_json_integer(body) {
         // serde_json read it as a float. The YAML reader names its path (JSON is YAML).
-        return Err(match yaml(body, base, limit, observer) {
+        return Err(match yaml(body, base, limit, observer, false) {
             Err(e @ InputError::Invalid { .. }) => e,
             _ => InputError::Invalid {
                 path: String::new(),
@@ -422,21 +559,50 @@ fn long_json_integer(text: &str) -> Option<(usize, usize, String)> {
 /// the same context (column, depth) as in the whole document. A span is only proven when its
 /// aliases name its own anchors, so it reads alone exactly as it read in place.
 pub fn parse_item(text: &str, span: std::ops::Range<usize>) -> Option<Value> {
-    let chunk = format!("items:\n{}", text.get(span)?);
+    parse_item_spelled(text, span, None).map(|(item, _)| item)
+}
+
+/// [`parse_item`], with the spellings of the item's scalars noted as those of input item `index`
+/// (offsets into `text`), when `index` is given.
+pub fn parse_item_spelled(
+    text: &str,
+    span: std::ops::Range<usize>,
+    index: Option<usize>,
+) -> Option<(Value, Vec<Spelling>)> {
+    const PREFIX: &str = "items:\n";
+    let shift = span.start as isize - PREFIX.len() as isize;
+    let chunk = format!("{PREFIX}{}", text.get(span)?);
     let mut loader = Loader::new(&chunk, expansion_limit(text.len()));
     loader.next_node().ok()?;
     loader.next_node().ok()?;
     let root = loader.next_node().ok()?;
-    let Value::Mapping(mut root) = loader.value(root, 0).ok()? else {
+    let Kind::MappingStart(_) = root.kind else {
         return None;
     };
-    let Some(Value::Sequence(mut entry)) = root.remove("items") else {
-        return None;
-    };
-    if entry.len() != 1 || !root.is_empty() {
+    // `items:` and the sequence's start, then the item.
+    let key = loader.next_node().ok()?;
+    if !matches!(&key.kind, Kind::Scalar { value: Ok(Value::String(k)), .. } if k == "items") {
         return None;
     }
-    entry.pop().filter(Value::is_mapping)
+    let Kind::SequenceStart(_) = loader.next_node().ok()?.kind else {
+        return None;
+    };
+    let node = loader.next_node().ok()?;
+    if let Some(index) = index {
+        loader
+            .spellings
+            .start(spelling::index(spelling::ITEMS, index), shift);
+    }
+    let item = loader.value(node, 2).ok()?;
+    loader.spellings.stop();
+    let ends = [Kind::SequenceEnd, Kind::MappingEnd];
+    for end in ends {
+        if std::mem::discriminant(&loader.next_node().ok()?.kind) != std::mem::discriminant(&end) {
+            return None;
+        }
+    }
+    let spellings = loader.spellings.finish();
+    item.is_mapping().then_some((item, spellings))
 }
 
 fn not_rl(message: impl Into<String>) -> InputError {
@@ -502,6 +668,8 @@ pub(super) fn from_value(doc: Value) -> Result<ResourceList, InputError> {
         item_spans: Vec::new(),
         released: ReleasedItems::default(),
         not_krm: Vec::new(),
+        spellings: Vec::new(),
+        noted: Vec::new(),
     })
 }
 

@@ -21,6 +21,7 @@ use super::io::{InputError, NotKrm, Observer, Released, ReleasedItems, ResourceL
 use super::object::SharedPaths;
 use super::yaml::layout::{MetaLayout, blank_or_comment};
 use super::yaml::load::{ItemsSink, Kind, Node, Segment};
+use super::yaml::spelling;
 use super::yaml::{LoadError, Loader};
 
 /// What [`read`] needs to know about the function config before it reads the items.
@@ -53,8 +54,10 @@ pub(super) fn read<O: Observer>(
     limit: usize,
     config: Config,
     make: &mut impl FnMut(Option<&Value>) -> O,
+    note_all: bool,
 ) -> Result<(ResourceList, O), ReadError> {
     let mut loader = Loader::new(text, limit);
+    loader.spellings.items_shift = Some(base as isize);
     let load = |e: LoadError| ReadError::Input(load_error(e));
     loader.next_node().map_err(load)?; // stream start
     let start = loader.next_node().map_err(load)?;
@@ -70,6 +73,8 @@ pub(super) fn read<O: Observer>(
         used: None,
         invoked: false,
         copyable: !tag_directives,
+        note_all,
+        noted: Vec::new(),
         base,
         items: Vec::new(),
         spans: Vec::new(),
@@ -111,8 +116,12 @@ pub(super) fn read<O: Observer>(
         list.item_spans = sink.spans;
         list.released = sink.released;
         list.not_krm = sink.not_krm;
+        list.spellings = loader.spellings.finish();
+        list.noted = sink.noted;
     } else {
         // The items were not a plain list (anchored, tagged): every tree kept, no spans.
+        list.spellings = loader.spellings.finish();
+        list.noted = (0..list.items.len() as u32).collect();
         observe_all(&mut list, &mut observer);
     }
     Ok((list, observer))
@@ -159,6 +168,10 @@ struct Sink<'m, O, F> {
     invoked: bool,
     /// Spans may be proven (no `%TAG` directives).
     copyable: bool,
+    /// Note the spellings of every item, not only of those whose text cannot be copied.
+    note_all: bool,
+    /// The items whose spellings were noted.
+    noted: Vec<u32>,
     base: usize,
     items: Vec<Value>,
     spans: Vec<Option<std::ops::Range<u32>>>,
@@ -178,6 +191,11 @@ struct Pending {
     layout: Option<MetaLayout>,
     /// Length of the layout arena before this item's entries.
     arena_mark: usize,
+    /// Spellings noted before this item's.
+    spelling_mark: usize,
+    /// It has anchors, aliases or merge keys (its spellings are kept if it is released: a later
+    /// item's alias may name its anchors).
+    refs: bool,
 }
 
 impl<O: Observer, F: FnMut(Option<&Value>) -> O> ItemsSink for Sink<'_, O, F> {
@@ -205,7 +223,7 @@ impl<O: Observer, F: FnMut(Option<&Value>) -> O> ItemsSink for Sink<'_, O, F> {
             let node: Node = loader.next_node()?;
             if let Kind::SequenceEnd = node.kind {
                 let end = list_end(text, node.start.index);
-                self.place(pending.take(), end);
+                self.place(pending.take(), end, &mut loader.spellings);
                 return Ok(Value::Sequence(std::mem::take(&mut self.items)));
             }
             let dash = if copyable {
@@ -213,13 +231,24 @@ impl<O: Observer, F: FnMut(Option<&Value>) -> O> ItemsSink for Sink<'_, O, F> {
             } else {
                 None
             };
-            self.place(pending.take(), dash);
+            self.place(pending.take(), dash, &mut loader.spellings);
             let block_mapping = matches!(&node.kind, Kind::MappingStart(p) if !p.flow);
             loader.begin_item(node.start.index, dash.is_some() && block_mapping);
             let refs = loader.refs();
-            let value = loader
-                .item(node, 2)
-                .map_err(|e| e.within(Segment::Index(index)))?;
+            let spelling_mark = loader.spellings.entries.len();
+            // An item that may be copied is noted only when asked: one written from its tree
+            // after all (changed) is read again from its text then (`io::ItemSpellings`).
+            if self.note_all || dash.is_none() {
+                loader
+                    .spellings
+                    .start(spelling::index(spelling::ITEMS, index), self.base as isize);
+                if let Ok(i) = u32::try_from(index) {
+                    self.noted.push(i);
+                }
+            }
+            let value = loader.item(node, 2);
+            loader.spellings.stop();
+            let value = value.map_err(|e| e.within(Segment::Index(index)))?;
             let own_text = dash.filter(|_| !loader.outside());
             let mut keep = true;
             if value.is_mapping() {
@@ -244,6 +273,8 @@ impl<O: Observer, F: FnMut(Option<&Value>) -> O> ItemsSink for Sink<'_, O, F> {
                 start: own_text,
                 layout,
                 arena_mark,
+                spelling_mark,
+                refs: loader.refs() != refs,
             });
             index += 1;
         }
@@ -253,7 +284,13 @@ impl<O: Observer, F: FnMut(Option<&Value>) -> O> ItemsSink for Sink<'_, O, F> {
 impl<O, F> Sink<'_, O, F> {
     /// Places a read item now that the start of what follows it is known (`end`, `None` when
     /// not proven): released when the observer let it go and its text is proven, else kept.
-    fn place(&mut self, pending: Option<Pending>, end: Option<usize>) {
+    /// The item's noted spellings go with its tree, unless other items may refer to them.
+    fn place(
+        &mut self,
+        pending: Option<Pending>,
+        end: Option<usize>,
+        spellings: &mut spelling::Log,
+    ) {
         let Some(p) = pending else {
             return;
         };
@@ -270,6 +307,9 @@ impl<O, F> Sink<'_, O, F> {
             );
             // An empty mapping allocates nothing; the tree goes now.
             self.items.push(Value::Mapping(Mapping::new()));
+            if !p.refs {
+                spellings.truncate(p.spelling_mark);
+            }
         } else {
             self.released.entries.truncate(p.arena_mark);
             self.items.push(p.value);

@@ -4,8 +4,18 @@
 use serde_yaml::{Mapping, Value};
 
 use super::emit;
-use super::io::{OUTPUT_API_VERSION, parse_item};
+use super::io::{OUTPUT_API_VERSION, parse_item_spelled};
 use super::result::KrmResult;
+use super::yaml::spelling::Spellings;
+
+/// The input's spellings of an item written from its tree: those of input item `index`.
+#[derive(Debug, Clone, Copy)]
+pub struct Spelled<'a> {
+    /// Where to look them up.
+    pub spellings: Spellings<'a>,
+    /// The input item the output item is, or replaces.
+    pub index: usize,
+}
 
 /// Where an output item's text comes from when it is not emitted from its tree.
 #[derive(Debug, Clone, Copy)]
@@ -48,6 +58,7 @@ pub fn write(
         &mut out,
         items,
         &sources,
+        &[],
         function_config,
         kept_results,
         new_results,
@@ -73,11 +84,13 @@ const CHUNK: usize = 1 << 16;
 /// Writes the output ResourceList (see [`write()`]) to `sink` in chunks, so a large output is never
 /// held whole next to the input (for 10k Services that was a fifth of the peak memory). All
 /// serialization that can fail is done before the first byte goes out; after that only the sink
-/// itself can fail.
+/// itself can fail. An item written from its tree writes its unchanged scalars as the input
+/// spelled them (`spelled`, by output item; may be empty).
 pub fn write_to(
     sink: &mut dyn std::io::Write,
     items: &[Value],
     sources: &[Option<Source>],
+    spelled: &[Option<Spelled>],
     function_config: Option<&Value>,
     kept_results: &[Value],
     new_results: &[KrmResult],
@@ -128,18 +141,25 @@ pub fn write_to(
                     if !super::splice::patch_text_into(&mut out, text, layout, ops) {
                         // Not reached for patches the engine routes here (see
                         // `splice::can_patch`); correct all the same.
-                        let mut tree = parse_item(text, 0..text.len()).ok_or_else(|| {
-                            WriteError::Serialize(<serde_yaml::Error as serde::ser::Error>::custom(
-                                format!("item {i} does not parse again"),
-                            ))
-                        })?;
+                        let (mut tree, entries) = parse_item_spelled(text, 0..text.len(), Some(0))
+                            .ok_or_else(|| {
+                                WriteError::Serialize(
+                                    <serde_yaml::Error as serde::ser::Error>::custom(format!(
+                                        "item {i} does not parse again"
+                                    )),
+                                )
+                            })?;
                         for op in ops {
                             op.apply_to(&mut tree);
                         }
-                        emit::emit_entry(&mut out, &tree, 0);
+                        let spellings = Spellings::new(text, &entries);
+                        emit::emit_item(&mut out, &tree, &spellings, 0);
                     }
                 }
-                None => emit::emit_entry(&mut out, item, 0),
+                None => match spelled.get(i).copied().flatten() {
+                    Some(s) => emit::emit_item(&mut out, item, &s.spellings, s.index),
+                    None => emit::emit_entry(&mut out, item, 0),
+                },
             }
             flush(&mut out, sink, CHUNK)?;
         }

@@ -129,3 +129,32 @@ fn cilium_1_14_is_refused() {
         out.stderr
     );
 }
+
+/// The Cilium release whose values the announcer edits is written from its tree: the values it
+/// does not touch keep their spelling, so go-yaml (Flux, Helm) reads the same types as before
+/// (`0644` is the integer 420, `1_048_576` a number, `!!binary` bytes), not strings.
+#[test]
+fn untouched_values_of_the_edited_release_keep_their_spelling() {
+    let cilium = "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: cilium\n  namespace: kube-system\nspec:\n  chart:\n    spec:\n      chart: cilium\n      version: 1.18.4\n  values:\n    kubeProxyReplacement: true\n    extraVolumes:\n      - name: bpf\n        configMap:\n          name: bpf\n          defaultMode: 0644\n    bufferSize: 1_048_576\n    octal: 012\n    notOctal: 08\n    yaml12: 0o644\n    blob: !!binary aGVsbG8=\n    since: !!timestamp 2001-12-14\n    quoted: '0644'\n";
+    let items = [POOL, ADV, METALLB_STOPPED, cilium];
+    let out = run(&items, &fc(""));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = out.stdout_str();
+    let release = &text[text.find("name: cilium").expect("the release")..];
+    assert!(
+        release.contains("l2announcements"),
+        "the values were not edited:\n{release}"
+    );
+    for kept in [
+        "defaultMode: 0644\n",
+        "bufferSize: 1_048_576\n",
+        "octal: 012\n",
+        "notOctal: 08\n",
+        "yaml12: 0o644\n",
+        "blob: !!binary aGVsbG8=\n",
+        "since: !!timestamp 2001-12-14\n",
+        "quoted: '0644'\n",
+    ] {
+        assert!(release.contains(kept), "{kept:?} not kept:\n{release}");
+    }
+}

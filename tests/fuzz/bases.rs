@@ -322,6 +322,56 @@ fn random_value(items: &[Value], rng: &mut Rng) -> Option<Value> {
     small.then(|| node.clone())
 }
 
+/// Adds `fuzzTyped`, values the style writer may spell as go-yaml reads another type (see
+/// `style::scalar::TYPED_PLAIN`, `1e3`, `.5`, `+1`, `0o17`, `0x1F`), to the values of a
+/// HelmRelease (the announcer edits Cilium's) or to a random item.
+fn typed_values(items: &mut [Value], rng: &mut Rng) {
+    if items.is_empty() {
+        return;
+    }
+    let mut m = Mapping::new();
+    let strings = super::style::scalar::TYPED_PLAIN
+        .iter()
+        .chain(super::style::scalar::TYPED_BINARY)
+        .chain(super::style::scalar::TYPED_TIMESTAMP);
+    for (i, s) in strings.enumerate() {
+        if rng.chance(60) {
+            m.insert(format!("s{i}").into(), (*s).into());
+        }
+    }
+    m.insert("octal".into(), 15.into());
+    m.insert("hex".into(), 31.into());
+    m.insert("exp".into(), 1000.0.into());
+    m.insert("half".into(), 0.5.into());
+    m.insert("one".into(), 1.into());
+    m.insert("0644".into(), "mode".into());
+    m.insert(
+        "list".into(),
+        Value::Sequence(vec!["0644".into(), "=".into(), 8.into()]),
+    );
+    let releases: Vec<usize> = (0..items.len())
+        .filter(|&i| {
+            items[i].get("kind").and_then(Value::as_str) == Some("HelmRelease")
+                && items[i]
+                    .get("spec")
+                    .and_then(|s| s.get("values"))
+                    .is_some_and(Value::is_mapping)
+        })
+        .collect();
+    let target = if !releases.is_empty() && rng.chance(70) {
+        items[*rng.pick(&releases)]
+            .get_mut("spec")
+            .and_then(|s| s.get_mut("values"))
+            .and_then(Value::as_mapping_mut)
+    } else {
+        let i = rng.below(items.len());
+        items[i].as_mapping_mut()
+    };
+    if let Some(target) = target {
+        target.insert("fuzzTyped".into(), Value::Mapping(m));
+    }
+}
+
 /// What [`inject`] may add.
 #[derive(Debug, Clone, Copy)]
 pub struct Extras {
@@ -366,6 +416,9 @@ pub fn inject(doc: &mut Value, rng: &mut Rng, extras: Extras) {
             rng.below(items.len() + 1)
         };
         items.insert(at, cm);
+    }
+    if rng.chance(60) {
+        typed_values(items, rng);
     }
     if rng.chance(50) {
         let notes = 1 + rng.below(6);

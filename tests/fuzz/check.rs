@@ -32,6 +32,9 @@ pub enum Failure {
     Slow,
     /// The run held too much memory.
     Memory,
+    /// A scalar the function did not change has another value or type to go-yaml or a YAML 1.1
+    /// reader in the output than in the input (`fuzz/typed.rs`).
+    TypeChanged,
 }
 
 /// A failure with what shows it.

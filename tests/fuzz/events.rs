@@ -33,11 +33,41 @@ enum Ev {
         tagged: bool,
         start: usize,
         end: usize,
+        tag: Option<Vec<u8>>,
     },
     Alias(Vec<u8>),
     MappingStart(Option<Vec<u8>>),
     SequenceStart(Option<Vec<u8>>),
     End,
+}
+
+/// A node as go-yaml reads it (see [`super::typed`]): scalars with their value text, style and
+/// tag; aliases and merge keys left to the reader.
+pub fn nodes(input: &[u8]) -> Result<Vec<super::typed::Event>, String> {
+    use super::typed::Event;
+    let mut out = Vec::new();
+    for ev in events(input)? {
+        out.push(match ev {
+            Ev::Scalar {
+                anchor,
+                value,
+                plain,
+                tag,
+                ..
+            } => Event::Scalar {
+                anchor,
+                value,
+                plain,
+                tag,
+            },
+            Ev::Alias(name) => Event::Alias(name),
+            Ev::MappingStart(anchor) => Event::MappingStart(anchor),
+            Ev::SequenceStart(anchor) => Event::SequenceStart(anchor),
+            Ev::End => Event::End,
+            Ev::DocumentStart => Event::DocumentStart,
+        });
+    }
+    Ok(out)
 }
 
 /// Every event of `input` (`Err` with libyaml's problem when it cannot be read).
@@ -77,6 +107,7 @@ fn events(input: &[u8]) -> Result<Vec<Ev>, String> {
                 unsafe_yaml::YAML_SCALAR_EVENT => {
                     let s = &e.data.scalar;
                     out.push(Ev::Scalar {
+                        tag: bytes(s.tag),
                         anchor: bytes(s.anchor),
                         value: std::slice::from_raw_parts(s.value, s.length as usize).to_vec(),
                         plain: s.style == unsafe_yaml::YAML_PLAIN_SCALAR_STYLE,

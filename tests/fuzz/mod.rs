@@ -15,6 +15,7 @@ pub mod known;
 pub mod mutate;
 pub mod shrink;
 pub mod style;
+pub mod typed;
 
 /// SplitMix64: tiny, seedable, the same on every platform.
 #[derive(Debug, Clone)]

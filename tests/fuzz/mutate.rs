@@ -41,6 +41,9 @@ pub enum Mutation {
     TinyDocument,
     Results,
     FunctionConfig,
+    /// A scalar value's text replaced by a spelling go-yaml or YAML 1.1 readers read as another
+    /// type than serde_yaml does (`0644`, `1_000`, `!!binary …`, `=`), for the typed checks.
+    Spellings,
 }
 
 impl Mutation {
@@ -67,6 +70,7 @@ impl Mutation {
         Mutation::TinyDocument,
         Mutation::Results,
         Mutation::FunctionConfig,
+        Mutation::Spellings,
     ];
 
     /// Mutations of the document tree (the others work on bytes).
@@ -140,6 +144,7 @@ pub fn mutate(doc: &Value, text: &str, allowed: &[Mutation], rng: &mut Rng) -> M
                 bytes.truncate(at);
                 format!("truncated at byte {at}")
             }
+            Mutation::Spellings => spellings(&mut bytes, rng),
             Mutation::ByteFlip => {
                 let n = 1 + rng.below(4);
                 for _ in 0..n {
@@ -335,4 +340,72 @@ fn splice_raw(bytes: &mut Vec<u8>, tail: &str, rng: &mut Rng) {
     out.push_str(&indented);
     out.push_str(&text[end..]);
     *bytes = out.into_bytes();
+}
+
+/// Spellings that go-yaml (or a YAML 1.1 reader) reads as another value or type than serde_yaml.
+pub const SPELLINGS: &[&str] = &[
+    "0644",
+    "012",
+    "08",
+    "1_000",
+    "0o17",
+    "0x1F",
+    "1e3",
+    ".5",
+    "+1",
+    "!!binary aGVsbG8=",
+    "!!timestamp 2001-12-14",
+    "=",
+];
+
+/// Replaces the values of one to eight `key: value` lines (a plain one-line value) with
+/// [`SPELLINGS`], and sometimes adds a `fuzzTyped: <spelling>` line after one.
+fn spellings(bytes: &mut Vec<u8>, rng: &mut Rng) -> String {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return "no spellings (not UTF-8)".into();
+    };
+    let mut lines: Vec<String> = text.split_inclusive('\n').map(str::to_owned).collect();
+    let candidates: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| {
+            let body = l.trim_end_matches(['\n', '\r']);
+            let Some((key, value)) = body.split_once(": ") else {
+                return false;
+            };
+            let key = key.trim_start_matches([' ', '-']);
+            !key.is_empty()
+                && key
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._/-".contains(&b))
+                && !value.is_empty()
+                && value
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+                && !matches!(key, "apiVersion" | "kind" | "name" | "namespace")
+        })
+        .map(|(i, _)| i)
+        .collect();
+    if candidates.is_empty() {
+        return "no spellings (no plain value)".into();
+    }
+    let n = 1 + rng.below(8);
+    let mut done = Vec::new();
+    for _ in 0..n {
+        let i = candidates[rng.below(candidates.len())];
+        let spelling = *rng.pick(SPELLINGS);
+        let line = &lines[i];
+        let end = line.trim_end_matches(['\n', '\r']).len();
+        let colon = line.find(": ").unwrap_or(0) + 2;
+        let mut new = format!("{}{spelling}{}", &line[..colon], &line[end..]);
+        if rng.chance(25) {
+            let indent = line.len() - line.trim_start_matches([' ', '-']).len();
+            let pad = " ".repeat(indent);
+            new.push_str(&format!("{pad}fuzzTyped: {}\n", rng.pick(SPELLINGS)));
+        }
+        lines[i] = new;
+        done.push(format!("line {}: {spelling}", i + 1));
+    }
+    *bytes = lines.concat().into_bytes();
+    done.join(", ")
 }

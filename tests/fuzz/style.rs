@@ -13,7 +13,7 @@
 
 mod block;
 mod flow;
-mod scalar;
+pub mod scalar;
 mod strings;
 
 use std::collections::{HashMap, HashSet};

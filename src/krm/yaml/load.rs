@@ -26,6 +26,7 @@ use super::layout::{MAPS, line_start_before_spaces};
 use super::merge::{merge_into, merge_sources};
 pub use super::node::{Kind, LoadError, Node, Props, Segment};
 use super::record::{RecordedEntry, Recorder};
+use super::spelling::{self, How};
 
 /// Deepest nesting of collections, the document's root included.
 pub const MAX_DEPTH: usize = 128;
@@ -64,6 +65,10 @@ struct Anchored {
     nodes: usize,
     /// Collection nesting inside the value (0 for a scalar).
     depth: usize,
+    /// Its path, when its spellings were noted ([`spelling::Log`]).
+    path: Option<u64>,
+    /// How it was written, for a scalar whose spelling was noted.
+    spelled: Option<How>,
 }
 
 /// What role a mapping plays for the [`Recorder`].
@@ -96,6 +101,8 @@ pub struct Loader<'a> {
     outside: bool,
     /// The current item's metadata layout.
     pub recorder: Recorder,
+    /// How the scalars of the items being read were written ([`spelling`]).
+    pub spellings: spelling::Log,
 }
 
 impl<'a> Loader<'a> {
@@ -114,6 +121,7 @@ impl<'a> Loader<'a> {
             scope: 0,
             outside: false,
             recorder: Recorder::default(),
+            spellings: spelling::Log::default(),
         }
     }
 
@@ -195,9 +203,31 @@ impl<'a> Loader<'a> {
     fn build(&mut self, node: Node, enclosing: usize, role: Role) -> Result<Value, LoadError> {
         let start = node.start;
         match node.kind {
-            Kind::Scalar { value, anchor, .. } => {
+            Kind::Scalar {
+                value,
+                anchor,
+                style,
+                tag,
+                ..
+            } => {
                 self.nodes += 1;
                 let value = value.map_err(|e| LoadError::content(e.to_string(), start))?;
+                let spelled = if self.spellings.on {
+                    let how = self.spellings.scalar(
+                        self.text,
+                        start,
+                        node.end,
+                        &value,
+                        style,
+                        tag.as_deref(),
+                    );
+                    if let Some(how) = &how {
+                        self.spellings.push(how.clone());
+                    }
+                    how
+                } else {
+                    None
+                };
                 if let Some(name) = anchor {
                     self.refs += 1;
                     self.anchors.insert(
@@ -207,6 +237,8 @@ impl<'a> Loader<'a> {
                             def: start.index,
                             nodes: 1,
                             depth: 0,
+                            path: self.spellings.on.then_some(self.spellings.path),
+                            spelled,
                         },
                     );
                 }
@@ -244,6 +276,7 @@ impl<'a> Loader<'a> {
         }
         self.deepest = self.deepest.max(depth);
         self.nodes += 1;
+        let path = self.spellings.on.then_some(self.spellings.path);
         let anchored = props.anchor.map(|name| {
             self.refs += 1;
             // Registered now, so an alias inside the node finds it unfinished.
@@ -254,6 +287,8 @@ impl<'a> Loader<'a> {
                     def: start.index,
                     nodes: 0,
                     depth: 0,
+                    path: None,
+                    spelled: None,
                 },
             );
             (
@@ -272,6 +307,8 @@ impl<'a> Loader<'a> {
                 def: start.index,
                 nodes: self.nodes - nodes_before,
                 depth: self.deepest - enclosing,
+                path: path.filter(|_| self.spellings.on),
+                spelled: None,
             };
             self.deepest = self.deepest.max(deepest_before);
             self.anchors.insert(name, anchored);
@@ -306,6 +343,14 @@ impl<'a> Loader<'a> {
         }
         self.refs += 1;
         self.outside |= anchored.def < self.scope;
+        if self.spellings.on {
+            // The alias's scalars are spelled as its anchor's.
+            match (&anchored.spelled, anchored.path) {
+                (Some(how), _) => self.spellings.push(how.clone()),
+                (None, Some(to)) if anchored.depth > 0 => self.spellings.same(to),
+                _ => {}
+            }
+        }
         self.nodes += anchored.nodes;
         self.deepest = self.deepest.max(enclosing + anchored.depth);
         Ok(value.clone())
@@ -313,15 +358,20 @@ impl<'a> Loader<'a> {
 
     fn sequence(&mut self, depth: usize, flow: bool) -> Result<Vec<Value>, LoadError> {
         let mut seq = Vec::new();
+        let path = self.spellings.path;
         loop {
             let node = self.next_node()?;
             if let Kind::SequenceEnd = node.kind {
                 if flow {
                     self.last_end = node.end.index;
                 }
+                self.spellings.path = path;
                 return Ok(seq);
             }
             let i = seq.len();
+            if self.spellings.on {
+                self.spellings.path = spelling::index(path, i);
+            }
             seq.push(
                 self.build(node, depth, Role::None)
                     .map_err(|e| e.within(Segment::Index(i)))?,
@@ -339,6 +389,9 @@ impl<'a> Loader<'a> {
         let mut map = Mapping::new();
         let mut merges: Vec<Value> = Vec::new();
         let mut merge_seen = false;
+        let path = self.spellings.path;
+        // The path of the merge key's value, for the keys merged from it.
+        let mut merge_path = None;
         if role == Role::Metadata {
             self.recorder.open_metadata();
         }
@@ -346,6 +399,7 @@ impl<'a> Loader<'a> {
             let node = self.next_node()?;
             let key_start = node.start;
             let key_end = node.end;
+            self.spellings.path = path;
             let (key, merge, simple_key) = match node.kind {
                 Kind::MappingEnd => {
                     if flow {
@@ -359,9 +413,23 @@ impl<'a> Loader<'a> {
                     merge,
                     style,
                     tagged,
+                    tag,
                 } => {
                     self.nodes += 1;
                     let key = value.map_err(|e| LoadError::content(e.to_string(), key_start))?;
+                    if self.spellings.on
+                        && let Some(how) = self.spellings.scalar(
+                            self.text,
+                            key_start,
+                            key_end,
+                            &key,
+                            style,
+                            tag.as_deref(),
+                        )
+                    {
+                        self.spellings.path = spelling::key(path, spelling::hash(&key));
+                        self.spellings.push(how);
+                    }
                     let simple = style == ScalarStyle::Plain
                         && !tagged
                         && !merge
@@ -375,9 +443,15 @@ impl<'a> Loader<'a> {
                         start: key_start,
                         end: key_end,
                     };
-                    (self.build(node, depth, Role::None)?, false, false)
+                    // Anchored and complex keys are written in the emitter's form.
+                    self.spellings.nowhere();
+                    let key = self.build(node, depth, Role::None)?;
+                    (key, false, false)
                 }
             };
+            if self.spellings.on {
+                self.spellings.path = spelling::value(path, spelling::hash(&key));
+            }
             let node = self.next_node()?;
             if let (Some(sink), Kind::SequenceStart(props), Some("items")) =
                 (sink.as_deref_mut(), &node.kind, key.as_str())
@@ -396,6 +470,15 @@ impl<'a> Loader<'a> {
                 }
                 continue;
             }
+            // A root `items` list the sink does not read (anchored): its items' spellings are
+            // noted all the same.
+            let items_shift = match (&sink, key.as_str()) {
+                (Some(_), Some("items")) => self.spellings.items_shift,
+                _ => None,
+            };
+            if let Some(shift) = items_shift {
+                self.spellings.start(spelling::ITEMS, shift);
+            }
             let child = self.child_role(role, &key, &node, key_start);
             let value_start = node.start;
             let value_empty =
@@ -406,9 +489,11 @@ impl<'a> Loader<'a> {
                     if !matches!(style, ScalarStyle::Literal | ScalarStyle::Folded)
                         && node.start.line == node.end.line
             );
-            let value = self
-                .build(node, depth, child)
-                .map_err(|e| e.within(Segment::Key(key_name(&key))))?;
+            let value = self.build(node, depth, child);
+            if items_shift.is_some() {
+                self.spellings.stop();
+            }
+            let value = value.map_err(|e| e.within(Segment::Key(key_name(&key))))?;
             if matches!(role, Role::Metadata | Role::Map(_)) {
                 let end = if value_empty {
                     colon_after(self.text, self.last_end)
@@ -436,7 +521,9 @@ impl<'a> Loader<'a> {
                 }
                 merge_seen = true;
                 self.refs += 1;
+                let list = value.is_sequence();
                 merges = merge_sources(value, key_start)?;
+                merge_path = self.spellings.on.then_some((self.spellings.path, list));
                 continue;
             }
             match map.entry(key) {
@@ -456,10 +543,45 @@ impl<'a> Loader<'a> {
         } else if let Role::Map(i) = role {
             self.recorder.close_map(i);
         }
+        self.spellings.path = path;
         if !merges.is_empty() {
+            if let Some((from, list)) = merge_path {
+                self.merged_spellings(&map, &merges, from, list);
+            }
             merge_into(&mut map, merges);
         }
         Ok(map)
+    }
+
+    /// Notes where the keys merged into `map` (at the current path) from `sources` (the value
+    /// of its merge key, at `from`) were read: each key from the first source that has it, as
+    /// [`merge_into`] takes it.
+    fn merged_spellings(&mut self, map: &Mapping, sources: &[Value], from: u64, list: bool) {
+        let path = self.spellings.path;
+        let mut seen = std::collections::HashSet::new();
+        for (i, source) in sources.iter().enumerate() {
+            let Value::Mapping(source) = source else {
+                continue;
+            };
+            // One mapping is the merge value itself; a list's entries are its indices.
+            let at = self.spellings.resolve(from);
+            let at = if list {
+                self.spellings.resolve(spelling::index(at, i))
+            } else {
+                at
+            };
+            for k in source.keys() {
+                if map.contains_key(k) || !seen.insert(spelling::hash(k)) {
+                    continue;
+                }
+                let h = spelling::hash(k);
+                self.spellings.path = spelling::key(path, h);
+                self.spellings.same(spelling::key(at, h));
+                self.spellings.path = spelling::value(path, h);
+                self.spellings.same(spelling::value(at, h));
+            }
+        }
+        self.spellings.path = path;
     }
 
     /// The role of the value under `key` in a mapping of role `role`; opens its record.

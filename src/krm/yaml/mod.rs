@@ -13,6 +13,7 @@ mod merge;
 pub mod node;
 mod record;
 pub mod resolve;
+pub mod spelling;
 
 pub use load::{LoadError, Loader, MAX_DEPTH, expansion_limit};
 

@@ -130,6 +130,8 @@ pub enum Kind {
         style: ScalarStyle,
         /// It carries a tag.
         tagged: bool,
+        /// The tag as the output spells it (see [`super::spelling::spell_tag`]).
+        tag: Option<Box<str>>,
     },
     /// `*name`.
     Alias(Box<[u8]>),
@@ -199,6 +201,7 @@ impl Node {
                     merge,
                     style,
                     tagged: tag.is_some(),
+                    tag: tag.map(super::spelling::spell_tag),
                 }
             }
             Event::Alias { anchor } => Kind::Alias(Box::from(anchor)),

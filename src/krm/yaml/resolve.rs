@@ -223,6 +223,91 @@ fn digits_but_not_number(s: &str) -> bool {
     s.len() > 1 && s.starts_with('0') && s[1..].bytes().all(|b| b.is_ascii_digit())
 }
 
+/// An integer the engine must interpret (a value a mode reads, such as a rate limit), read as
+/// go-yaml v3 resolves a plain scalar (`resolve.go`: `_` removed, then Go's `ParseInt` with base
+/// 0 — `0x`, `0o`, `0b`, and a leading `0` for octal, so `0644` is 420 — then a float with an
+/// integral value, so `08` is 8). A number already read is taken as it is; a string (serde_yaml
+/// reads `0644`, `1_000` and `08` as strings) is read by those rules, the text trimmed.
+pub fn go_yaml_i128(v: &Value) -> Option<i128> {
+    match v {
+        Value::Number(n) => n
+            .as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from))
+            .or_else(|| n.as_f64().and_then(integral)),
+        Value::String(s) => go_yaml_int_text(s.trim()),
+        _ => None,
+    }
+}
+
+/// [`go_yaml_i128`] as a `u64`.
+pub fn go_yaml_u64(v: &Value) -> Option<u64> {
+    go_yaml_i128(v).and_then(|i| u64::try_from(i).ok())
+}
+
+/// [`go_yaml_i128`] as an `i64`.
+pub fn go_yaml_i64(v: &Value) -> Option<i64> {
+    go_yaml_i128(v).and_then(|i| i64::try_from(i).ok())
+}
+
+fn integral(f: f64) -> Option<i128> {
+    (f.is_finite() && f.fract() == 0.0 && f.abs() < 1.8e19).then_some(f as i128)
+}
+
+fn go_yaml_int_text(text: &str) -> Option<i128> {
+    let plain: String = text.chars().filter(|&c| c != '_').collect();
+    let (negative, body) = match plain.as_bytes().first() {
+        Some(b'-') => (true, &plain[1..]),
+        Some(b'+') => (false, &plain[1..]),
+        _ => (false, plain.as_str()),
+    };
+    let lower = body.to_ascii_lowercase();
+    let (digits, radix) = if let Some(rest) = lower.strip_prefix("0x") {
+        (rest, 16)
+    } else if let Some(rest) = lower.strip_prefix("0o") {
+        (rest, 8)
+    } else if let Some(rest) = lower.strip_prefix("0b") {
+        (rest, 2)
+    } else if lower.len() > 1 && lower.starts_with('0') {
+        (&lower[1..], 8)
+    } else {
+        (lower.as_str(), 10)
+    };
+    let int = (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_alphanumeric()))
+        .then(|| u64::from_str_radix(digits, radix).ok())
+        .flatten()
+        .map(|u| {
+            if negative {
+                -i128::from(u)
+            } else {
+                i128::from(u)
+            }
+        });
+    if int.is_some() {
+        return int;
+    }
+    // go-yaml's float syntax: `[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?`.
+    let float_syntax = {
+        let (mantissa, exponent) = match body.find(['e', 'E']) {
+            Some(i) => (&body[..i], Some(&body[i + 1..])),
+            None => (body, None),
+        };
+        let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+        let mantissa_ok = match mantissa.split_once('.') {
+            Some(("", frac)) => digits(frac),
+            Some((int, frac)) => digits(int) && (frac.is_empty() || digits(frac)),
+            None => digits(mantissa),
+        };
+        let exponent_ok = exponent.is_none_or(|e| digits(e.strip_prefix(['+', '-']).unwrap_or(e)));
+        mantissa_ok && exponent_ok
+    };
+    if !float_syntax {
+        return None;
+    }
+    let f: f64 = body.parse().ok()?;
+    integral(if negative { -f } else { f })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -401,6 +486,36 @@ mod tests {
             let got = scalar("12", Some(b"!custom"), style).unwrap();
             assert_eq!(got, want["k"], "{src}");
         }
+    }
+
+    /// Numbers a mode interprets read as go-yaml reads them.
+    #[test]
+    fn numbers_read_as_go_yaml_reads_them() {
+        let read = |s: &str| go_yaml_i128(&plain(s).unwrap());
+        for (text, want) in [
+            ("0644", Some(420)),
+            ("012", Some(10)),
+            ("08", Some(8)),
+            ("1_048_576", Some(1_048_576)),
+            ("0o17", Some(15)),
+            ("0x1F", Some(31)),
+            ("0b101", Some(5)),
+            ("1e3", Some(1000)),
+            ("+1", Some(1)),
+            ("-0644", Some(-420)),
+            ("20", Some(20)),
+            ("1.5", None),
+            (".5", None),
+            ("0x", None),
+            ("abc", None),
+            ("1_0.0", Some(10)),
+        ] {
+            assert_eq!(read(text), want, "{text}");
+        }
+        // Quoted, the text is read by the same rules (a value the mode interprets).
+        assert_eq!(go_yaml_u64(&Value::from(" 0644 ")), Some(420));
+        assert_eq!(go_yaml_u64(&Value::from("-1")), None);
+        assert_eq!(go_yaml_i64(&Value::from(2.0)), Some(2));
     }
 
     /// `! 12` is the string "12" (go-yaml keeps an unresolvable tag's text as a string), not

@@ -212,12 +212,10 @@ pub struct CiliumValues {
     pub devices: Option<Vec<String>>,
 }
 
+/// A number in the values, read as go-yaml (and so Helm) reads it: `0644` is 420, `1_000` is
+/// 1000 (`krm::yaml::resolve::go_yaml_u64`).
 fn as_u64(v: Option<&Value>) -> Option<u64> {
-    match v? {
-        Value::Number(n) => n.as_u64(),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
+    crate::krm::yaml::resolve::go_yaml_u64(v?)
 }
 
 /// Renew deadline in seconds from a values string such as `5s`.

@@ -21,6 +21,14 @@ const YAML11_WORDS: &[&str] = &[
     "y", "n", "yes", "no", "true", "false", "on", "off", "null", "~",
 ];
 
+/// Strings serde_yaml reads plain as themselves and go-yaml (or a YAML 1.1 reader) as another
+/// type: octal, `_`-separated and leading-zero integers, the YAML 1.1 value key.
+pub const TYPED_PLAIN: &[&str] = &["0644", "012", "08", "1_000", "1_048_576", "="];
+/// Strings written `!!binary` (go-yaml decodes them; serde_yaml keeps the text).
+pub const TYPED_BINARY: &[&str] = &["aGVsbG8=", "aGk="];
+/// Strings written `!!timestamp`.
+pub const TYPED_TIMESTAMP: &[&str] = &["2001-12-14"];
+
 /// True when `s` may be written as a plain scalar in block context and still be the string `s`
 /// to serde_yaml and to YAML 1.1 readers (conservative: starts with a letter, `/` or `_`, no
 /// indicator sequence inside).

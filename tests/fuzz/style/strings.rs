@@ -27,10 +27,24 @@ impl Writer<'_> {
             }
             Value::Number(n) => {
                 let form = self.choose(Feature::ScalarForms, &[85, 5, 5, 5]);
-                match (n.as_u64(), form) {
-                    (Some(u), 1) => format!("+{u}"),
-                    (Some(u), 2) => format!("0x{u:X}"),
-                    (Some(u), 3) => format!("0o{u:o}"),
+                match (n.as_u64(), n.as_f64(), form) {
+                    (Some(u), _, 1) => format!("+{u}"),
+                    (Some(u), _, 2) => format!("0x{u:X}"),
+                    (Some(u), _, 3) => format!("0o{u:o}"),
+                    // `1e3`, `.5`: floats in go-yaml's forms (`1e3` is a string to YAML 1.1).
+                    (None, Some(f), 1 | 2) if n.is_f64() && f.is_finite() && f != 0.0 => {
+                        let e = format!("{f:e}");
+                        let back: Result<Value, _> = serde_yaml::from_str(&e);
+                        if back.ok().as_ref() == Some(&Value::Number(n.clone())) {
+                            e
+                        } else {
+                            n.to_string()
+                        }
+                    }
+                    (None, Some(f), 3) if n.is_f64() && f > 0.0 && f < 1.0 => {
+                        let t = n.to_string();
+                        t.strip_prefix('0').map_or(t.clone(), str::to_owned)
+                    }
                     _ => n.to_string(),
                 }
             }
@@ -62,6 +76,10 @@ impl Writer<'_> {
                 return;
             }
         }
+        if let Some(raw) = self.typed_spelling(s, props) {
+            self.inline(slot, &join(&[props, &raw]));
+            return;
+        }
         let plain = !s.contains('\n') && scalar::plain_ok(s, false, &mut self.memo);
         let text = match style {
             0 if plain => s.to_owned(),
@@ -69,6 +87,28 @@ impl Writer<'_> {
             _ => scalar::double(s),
         };
         self.inline(slot, &join(&[props, &text]));
+    }
+
+    /// A spelling of `s` that serde_yaml reads as the string `s` but go-yaml or YAML 1.1 readers
+    /// read as another type (`0644` is 420 to go-yaml, `=` the value key to YAML 1.1,
+    /// `!!binary aGk=` bytes), drawn for the typed checks (`fuzz/typed.rs`): what the function
+    /// leaves untouched must keep it.
+    pub(super) fn typed_spelling(&mut self, s: &str, props: &str) -> Option<String> {
+        let tag = if scalar::TYPED_PLAIN.contains(&s) {
+            ""
+        } else if scalar::TYPED_BINARY.contains(&s) {
+            "!!binary "
+        } else if scalar::TYPED_TIMESTAMP.contains(&s) {
+            "!!timestamp "
+        } else {
+            return None;
+        };
+        if self.choose(Feature::ScalarForms, &[40, 60]) == 0
+            || (!tag.is_empty() && props.contains('!'))
+        {
+            return None;
+        }
+        Some(format!("{tag}{s}"))
     }
 
     /// `|` or `>` block scalar, if it can carry `s` here.

@@ -111,7 +111,8 @@ fn ports(item: &Value) -> Vec<(i32, String)> {
         .into_iter()
         .flatten()
         .filter_map(|p| {
-            let port = i32::try_from(p.get("port")?.as_i64()?).ok()?;
+            let port =
+                i32::try_from(crate::krm::yaml::resolve::go_yaml_i64(p.get("port")?)?).ok()?;
             let proto = p.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
             Some((port, proto.to_owned()))
         })
