@@ -309,3 +309,29 @@ fn generated_name_collisions_are_errors() {
         "metadata.name",
     );
 }
+
+/// `poolLabel` must be a label key: the API server refuses any other key on a Service, and every
+/// generated selector repeats it (an unbounded one made the output grow as pools × its length;
+/// found by the mutation suite, seed 0x30, case 82805).
+#[test]
+fn a_pool_label_that_is_no_label_key_is_an_error_on_the_config() {
+    let s = svc("web", "shop", "10.0.0.5");
+    let items = [POOL, ADV, s.as_str()];
+    for bad in ["'###'", "'-x'", "'a/b/c'", "\"\\\\t\""] {
+        let config = fc(&format!("  poolLabel: {bad}\n"));
+        let out = run(&items, &config);
+        let e = assert_error(
+            &out,
+            &items,
+            "LoadBalancerAnnouncer",
+            "announcer",
+            "spec.poolLabel",
+        );
+        assert!(
+            e["message"].as_str().unwrap().contains("not a label key"),
+            "{bad}"
+        );
+    }
+    let out = run(&items, &fc("  poolLabel: example.com/pool\n"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}

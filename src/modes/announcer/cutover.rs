@@ -115,6 +115,20 @@ impl<'a> Cutover<'a> {
     }
 
     pub(super) fn run(mut self) -> Outcome {
+        if !is_label_key(&self.spec.pool_label) {
+            let r = KrmResult::error(
+                "poolLabel is not a label key: an optional DNS subdomain prefix (at most 253 characters) and \
+                 '/', then a name of at most 63 letters, digits, '-', '_' or '.', starting and ending with a \
+                 letter or digit (the API server refuses any other key on a Service, and every generated \
+                 selector names it)",
+            );
+            let r = self
+                .about_config(r)
+                .field("spec.poolLabel")
+                .tag("check", "input");
+            self.results.push(r);
+            return self.finish();
+        }
         let Some(version) = self.version() else {
             self.tag_step(0, "cilium-version", None);
             return self.finish();
@@ -483,5 +497,67 @@ impl<'a> Cutover<'a> {
             .as_ref()
             .map(|d| d.as_secs_ceil().max(1))
             .unwrap_or(values::DEFAULT_RENEW_SECS)
+    }
+}
+
+/// Whether `key` is a label key (k8s.io/apimachinery `pkg/util/validation/validation.go`
+/// `IsQualifiedName`): `[prefix/]name`, the prefix a DNS-1123 subdomain of at most 253
+/// characters, the name at most 63 characters of `[A-Za-z0-9_.-]` starting and ending
+/// alphanumeric.
+fn is_label_key(key: &str) -> bool {
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    let alnum = |c: &u8| c.is_ascii_alphanumeric();
+    let name_ok = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        && name.as_bytes().first().is_some_and(alnum)
+        && name.as_bytes().last().is_some_and(alnum);
+    let prefix_ok = prefix.is_none_or(|p| {
+        !p.is_empty()
+            && p.len() <= 253
+            && p.split('.').all(|part| {
+                let b = part.as_bytes();
+                !b.is_empty()
+                    && b.iter()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+                    && b.first().is_some_and(|c| c.is_ascii_alphanumeric())
+                    && b.last().is_some_and(|c| c.is_ascii_alphanumeric())
+            })
+    });
+    name_ok && prefix_ok
+}
+
+#[cfg(test)]
+mod label_key_tests {
+    use super::is_label_key;
+
+    #[test]
+    fn label_keys_as_the_api_server_reads_them() {
+        for ok in ["cutover.dev/address-pool", "pool", "a.b-c/x_y.z", "x/Y9"] {
+            assert!(is_label_key(ok), "{ok}");
+        }
+        let long_name = "a".repeat(64);
+        let long_prefix = format!("{}/x", "a".repeat(254));
+        for bad in [
+            "",
+            "/x",
+            "x/",
+            "###",
+            "a b",
+            "-x",
+            "x-",
+            "Cutover.dev/x",
+            "a/b/c",
+            "\\t",
+            long_name.as_str(),
+            long_prefix.as_str(),
+        ] {
+            assert!(!is_label_key(bad), "{bad}");
+        }
     }
 }
