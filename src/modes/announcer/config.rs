@@ -28,7 +28,8 @@ pub struct LoadBalancerAnnouncerSpec {
     /// MetalLB speaker; `cutover` also adds the L2 announcement policies and removes MetalLB.
     /// Apply them in this order so both never answer ARP at once.
     pub phase: Phase,
-    /// Service label used to request a pool (what MetalLB's `address-pool` annotation becomes).
+    /// Service label used to request a pool (what MetalLB's `address-pool` annotation becomes);
+    /// a label key (`[prefix/]name`), else an error.
     pub pool_label: String,
     /// Cilium's `l2announcements.leaseRenewDeadline`, used to size `k8sClientRateLimit`; else
     /// the value in the Cilium release among the items, else Cilium's default `5s`.
