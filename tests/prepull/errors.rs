@@ -56,6 +56,13 @@ fn config_errors_name_the_field() {
         &with_spec(base.clone(), "payloadDir", "../escape".into()),
         "spec.payloadDir",
     );
+    // A directory longer than a path can be: every generated file's path annotation repeats
+    // it (the mutation suite's seed 0x30, case 156457: 4 MB of it held 210 MB of output).
+    let e = fails(
+        &with_spec(base.clone(), "payloadDir", "a".repeat(4_000_000).into()),
+        "spec.payloadDir",
+    );
+    assert!(e["message"].as_str().unwrap().contains("PATH_MAX"), "{e:?}");
     fails(
         &with_spec(
             base.clone(),

@@ -55,7 +55,8 @@ pub struct MetalLBImagePrepullSpec {
     /// Kustomization reconciles `source.path` of this source, so the payload must be there.
     pub source: Option<PayloadSource>,
     /// Package directory the payload files (DaemonSet, waiter, `kustomization.yaml`) are written
-    /// to; publish it so that it is `source.path` in `source.sourceRef`.
+    /// to; publish it so that it is `source.path` in `source.sourceRef`. A relative path of at
+    /// most 4096 bytes, with names of at most 255.
     pub payload_dir: String,
     /// `rendered` adds the unit to the rendered Flux Kustomizations; `sylva-values` adds it to the
     /// sylva-units values document it read (sylva-units then renders it).

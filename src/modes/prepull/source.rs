@@ -56,12 +56,30 @@ pub fn reject_removed_fields(
     Ok(())
 }
 
+/// Longest `payloadDir` and longest name in it: Linux's `PATH_MAX` and `NAME_MAX`. The
+/// directory is a path on disk, and it is repeated in every generated file's path annotation,
+/// so an unbounded one would make the output grow as files × its length.
+const PATH_MAX: usize = 4096;
+const NAME_MAX: usize = 255;
+
 /// Normalises `spec.payloadDir` (`./metallb-image-prepull/` → `metallb-image-prepull`).
 pub fn payload_dir(
     spec: &MetalLBImagePrepullSpec,
     fc: Option<&Value>,
 ) -> Result<String, KrmResult> {
     let raw = spec.payload_dir.as_str();
+    let longest_name = raw.split('/').map(str::len).max().unwrap_or(0);
+    if raw.len() > PATH_MAX || longest_name > NAME_MAX {
+        return Err(fc_error(
+            fc,
+            format!(
+                "payloadDir is {} bytes with a name of {longest_name}: a package directory is at most \
+                 {PATH_MAX} bytes with names of at most {NAME_MAX} (PATH_MAX and NAME_MAX)",
+                raw.len()
+            ),
+            "payloadDir",
+        ));
+    }
     let trimmed = raw.trim_start_matches("./").trim_end_matches('/');
     let valid = !trimmed.is_empty()
         && trimmed != "."
@@ -231,6 +249,9 @@ mod tests {
             ("/abs", None),
             ("./", None),
             ("a//b", None),
+            ("x".repeat(256).as_str(), None),
+            ("abc/".repeat(1100).as_str(), None),
+            ("x".repeat(255).as_str(), Some("x".repeat(255).as_str())),
         ] {
             let spec = MetalLBImagePrepullSpec {
                 payload_dir: dir.into(),
