@@ -2,6 +2,7 @@
 # Installs what the test suite needs on a fresh Debian machine with rustup (run as root).
 # Idempotent: every step checks before it installs.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v kpt >/dev/null || { echo "kpt is required on PATH (kpt 1.0.0-beta.56 was used)" >&2; exit 1; }
@@ -16,6 +17,10 @@ command -v node >/dev/null || need_apt+=(nodejs)
 for tool in podman buildah runc; do
   command -v "$tool" >/dev/null || need_apt+=("$tool")
 done
+
+# The real-chart render tests (tests/sylva_chart.rs) run Helm's Go library from Python.
+command -v python3 >/dev/null || need_apt+=(python3)
+python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
 
 if ((${#need_apt[@]})); then
   export DEBIAN_FRONTEND=noninteractive
@@ -35,4 +40,13 @@ fi
 # ... and as a module for kpt's own WebAssembly runtime (kpt-wasm/), checked the same way.
 if [[ ! -d "$(rustc --print sysroot)/lib/rustlib/wasm32-unknown-unknown/lib" ]]; then
   rustup target add wasm32-unknown-unknown
+fi
+
+# helm-python-sdk (Helm's own Go library, pinned by hash) in a venv of its own, for
+# tests/sylva_chart.rs.
+helm_venv=target/helm-venv
+if ! "$helm_venv/bin/python" -c 'import helm_python' 2>/dev/null; then
+  rm -rf "$helm_venv"
+  python3 -m venv "$helm_venv"
+  "$helm_venv/bin/pip" install -q --require-hashes -r tests/sylva_chart/requirements.txt
 fi

@@ -220,6 +220,7 @@ pub fn kube_config(
         .iter()
         .map(|&i| &items[i])
         .filter(|k| k.get("spec").and_then(helm_unit::kube_config).is_some())
+        .filter(|k| !is_dummy_unit(k))
         .map(KrmObject::name)
         .collect();
     if remote.is_empty() {
@@ -236,6 +237,19 @@ pub fn kube_config(
     .about(gated)
     .field("spec.kubeConfig")
     .tag("check", "kube-config"))
+}
+
+/// Path of sylva-units' `dummy` unit template (sylva-core `charts/sylva-units/values.yaml`,
+/// `unit_templates.dummy`, at fd968edc): a unit that applies nothing and only runs health checks.
+/// A management cluster has such units with the `kubeConfig` of the cluster they check
+/// (`calico-ready`, `cluster-reachable`), so they do not make it a workload cluster.
+const DUMMY_UNIT_PATH: &str = "./kustomize-units/dummy/base";
+
+fn is_dummy_unit(k: &Value) -> bool {
+    k.get("spec")
+        .and_then(|s| s.get("path"))
+        .and_then(Value::as_str)
+        .is_some_and(|p| p.trim_end_matches('/') == DUMMY_UNIT_PATH)
 }
 
 #[cfg(test)]
