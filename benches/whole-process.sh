@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Whole-process benchmark: `cutover` against `cutover-identity` (same parser and emitter, no
-# transform) on generated inputs, with hyperfine for time and GNU time for peak RSS.
+# transform) and against the floor `cutover-identity --events` (libyaml's events over the whole
+# input plus a copy of the bytes, nothing built: what any correct reader pays) on generated
+# inputs, with hyperfine for time and GNU time for peak RSS.
 # Not part of CI or scripts/test.sh. Documented in docs/benchmarks.md.
 #
 #   benches/whole-process.sh                 # presets lb-1k lb-10k lb-100k sylva
@@ -18,7 +20,8 @@ WARMUP=${WARMUP:-2}
 RUNS_LARGE=${RUNS_LARGE:-3}
 WARMUP_LARGE=${WARMUP_LARGE:-1}
 presets=("$@")
-[ ${#presets[@]} -eq 0 ] && presets=(lb-1k lb-10k lb-100k lb-1k-cutover lb-10k-cutover lb-100k-cutover sylva)
+[ ${#presets[@]} -eq 0 ] && presets=(lb-1k lb-10k lb-100k lb-1k-cutover lb-10k-cutover lb-100k-cutover sylva
+  platform-10k platform-100k sylva-platform)
 
 command -v hyperfine >/dev/null || { echo "hyperfine missing (apt-get install -y hyperfine)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "/usr/bin/time missing (apt-get install -y time)" >&2; exit 1; }
@@ -29,14 +32,22 @@ inputs=target/bench-inputs
 results=target/bench-results
 mkdir -p "$inputs" "$results"
 
+# Peak RSS in KiB of one run of $2 with arguments $3... on $1.
+peak_rss_args() {
+  local input="$1"
+  shift
+  /usr/bin/time -f '%M' -o "$results/time.out" "$@" <"$input" >/dev/null 2>"$results/stderr.out" || true
+  tail -n 1 "$results/time.out"
+}
+
 # Peak RSS in KiB of one run of $1 on $2 (the exit code is ignored: a mode may report errors).
 peak_rss() {
   /usr/bin/time -f '%M' -o "$results/time.out" "$1" <"$2" >/dev/null 2>"$results/stderr.out" || true
   tail -n 1 "$results/time.out"
 }
 
-echo "| input | MiB | identity s | identity --emit-all s | cutover s | ratio (wall) | ratio (CPU) | exit | identity RSS MiB | cutover RSS MiB | cutover RSS / input | RSS target MiB |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| input | MiB | floor s | identity s | identity --emit-all s | cutover s | cutover/identity (wall) | cutover/identity (CPU) | cutover/floor (CPU) | exit | floor RSS MiB | identity RSS MiB | cutover RSS MiB | cutover RSS / input | RSS target MiB |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for preset in "${presets[@]}"; do
   input="$inputs/$preset.yaml"
   "$bin/cutover-gen" "$preset" -o "$input"
@@ -49,19 +60,21 @@ for preset in "${presets[@]}"; do
   case "$preset" in *100k*) runs=$RUNS_LARGE warmup=$WARMUP_LARGE ;; esac
   hyperfine --style none --warmup "$warmup" --runs "$runs" -i \
     --export-json "$results/$preset.json" \
+    -n floor "$bin/cutover-identity --events < $input > /dev/null" \
     -n identity "$bin/cutover-identity < $input > /dev/null" \
     -n identity-emit-all "$bin/cutover-identity --emit-all < $input > /dev/null" \
     -n cutover "$bin/cutover < $input > /dev/null 2>&1" >&2
   bytes=$(stat -c %s "$input")
+  rss_fl=$(peak_rss_args "$input" "$bin/cutover-identity" --events)
   rss_id=$(peak_rss "$bin/cutover-identity" "$input")
   rss_cu=$(peak_rss "$bin/cutover" "$input")
   jq -r --arg preset "$preset" --argjson bytes "$bytes" --argjson code "$code" \
-     --argjson rss_id "$rss_id" --argjson rss_cu "$rss_cu" '
+     --argjson rss_fl "$rss_fl" --argjson rss_id "$rss_id" --argjson rss_cu "$rss_cu" '
     def r($c): .results[] | select(.command == $c);
     def s(x): x * 1000 | round / 1000;
     def t($c): "\(s(r($c).mean)) ±\(s(r($c).stddev))";
     def cpu($c): r($c).user + r($c).system;
-    "| \($preset) | \($bytes / 1048576 * 10 | round / 10) | \(t("identity")) | \(t("identity-emit-all")) | \(t("cutover")) | \(r("cutover").mean / r("identity").mean * 100 | round / 100) | \(cpu("cutover") / cpu("identity") * 100 | round / 100) | \($code) | \($rss_id / 1024 | round) | \($rss_cu / 1024 | round) | \($rss_cu * 1024 / $bytes * 10 | round / 10)x | \(3 * $bytes / 1048576 + 16 | round) |"
+    "| \($preset) | \($bytes / 1048576 * 10 | round / 10) | \(t("floor")) | \(t("identity")) | \(t("identity-emit-all")) | \(t("cutover")) | \(r("cutover").mean / r("identity").mean * 100 | round / 100) | \(cpu("cutover") / cpu("identity") * 100 | round / 100) | \(cpu("cutover") / cpu("floor") * 100 | round / 100) | \($code) | \($rss_fl / 1024 | round) | \($rss_id / 1024 | round) | \($rss_cu / 1024 | round) | \($rss_cu * 1024 / $bytes * 10 | round / 10)x | \(3 * $bytes / 1048576 + 16 | round) |"
   ' "$results/$preset.json"
 done
 

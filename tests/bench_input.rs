@@ -27,6 +27,7 @@ fn small_lb() -> Spec {
         config: Config::Announcer,
         seed: 11,
         observed: false,
+        pass_through: 0,
     }
 }
 
@@ -294,6 +295,63 @@ fn presets_exist_and_validate() {
         spec.validate().unwrap();
     }
     assert!(Spec::preset("lb-100k").unwrap().services == 100_000);
+}
+
+/// The items no mode reads are valid objects of their kinds (k8s-openapi types without loss, the
+/// Flux CRD for HelmReleases), and a cutover run writes each of them back as it read it.
+#[test]
+fn pass_through_items_are_valid_and_come_out_unchanged() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let spec = Spec {
+        pass_through: 60,
+        config: Config::AnnouncerCutover,
+        ..small_lb()
+    };
+    let input = generate::generate(&spec);
+    let items = io::parse(input.as_bytes()).unwrap().items;
+    let passing: Vec<&Value> = items
+        .iter()
+        .filter(|i| i["metadata"]["labels"]["app.kubernetes.io/part-of"] == "platform")
+        .collect();
+    assert_eq!(passing.len(), 60);
+    let mut kinds = BTreeMap::new();
+    for item in &passing {
+        let kind = item["kind"].as_str().unwrap();
+        *kinds.entry(kind).or_insert(0) += 1;
+        let checked = match kind {
+            "Deployment" => common::k8s::roundtrip::<Deployment>(item).map(drop),
+            "ConfigMap" => common::k8s::roundtrip::<ConfigMap>(item).map(drop),
+            "CustomResourceDefinition" => {
+                common::k8s::roundtrip::<CustomResourceDefinition>(item).map(drop)
+            }
+            _ => common::crd::validate(item).map_err(|e| e.join("; ")),
+        };
+        checked.unwrap_or_else(|e| panic!("{kind} {:?}: {e}", item["metadata"]["name"]));
+    }
+    assert_eq!(
+        kinds,
+        BTreeMap::from([
+            ("ConfigMap", 15),
+            ("CustomResourceDefinition", 3),
+            ("Deployment", 36),
+            ("HelmRelease", 6)
+        ])
+    );
+    let run = common::run_fn(input.as_bytes());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let out = run.resource_list();
+    for item in passing {
+        let id = item.object_ref();
+        let written = out["items"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .find(|o| o.object_ref() == id)
+            .unwrap_or_else(|| panic!("{id} dropped"));
+        assert_eq!(written, item, "{id}");
+    }
 }
 
 /// The function reads the generated list, accepts its config and never drops an item. (While a

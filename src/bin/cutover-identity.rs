@@ -9,18 +9,27 @@
 //!
 //! `cutover-identity --emit-all` writes every item with the emitter instead of copying its text:
 //! the floor for a run that rewrites every item (as the announcer does with every Service).
+//!
+//! `cutover-identity --events` is the physical floor of any correct reader: libyaml's event
+//! parser over the whole input (which every reader that reads YAML as go-yaml does must run),
+//! then the input bytes copied to stdout, nothing built. What an item no mode reads costs at
+//! least.
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use cutover::krm::io;
+use cutover::krm::yaml::events::{Event, Parser};
 
 fn main() -> ExitCode {
-    let emit_all = match std::env::args().nth(1).as_deref() {
-        None => false,
-        Some("--emit-all") => true,
+    let (emit_all, events_only) = match std::env::args().nth(1).as_deref() {
+        None => (false, false),
+        Some("--emit-all") => (true, false),
+        Some("--events") => (false, true),
         Some(other) => {
-            eprintln!("cutover-identity: unexpected argument {other:?} (only --emit-all)");
+            eprintln!(
+                "cutover-identity: unexpected argument {other:?} (only --emit-all or --events)"
+            );
             return ExitCode::from(2);
         }
     };
@@ -28,6 +37,9 @@ fn main() -> ExitCode {
     if let Err(e) = std::io::stdin().read_to_end(&mut input) {
         eprintln!("cutover-identity: cannot read stdin: {e}");
         return ExitCode::FAILURE;
+    }
+    if events_only {
+        return events_and_copy(&input);
     }
     // Every item written from its tree: its spellings noted while reading.
     let parse = if emit_all {
@@ -86,6 +98,41 @@ fn main() -> ExitCode {
     match written
         .map_err(|e| format!("{e:?}"))
         .and_then(|()| stdout.flush().map_err(|e| e.to_string()))
+    {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cutover-identity: cannot write output: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The floor: every libyaml event of the input, then the input copied to stdout.
+fn events_and_copy(input: &[u8]) -> ExitCode {
+    let text = match io::text(input) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("cutover-identity: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut parser = Parser::new(text.as_bytes());
+    let mut events = 0u64;
+    loop {
+        match parser.next_event() {
+            Ok((Event::StreamEnd, _, _)) => break,
+            Ok(_) => events += 1,
+            Err(e) => {
+                eprintln!("cutover-identity: {}", e.message);
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    std::hint::black_box(events);
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
     {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -25,6 +25,9 @@ PRESETS (start values, options override them):
     lb-1k-cutover, ...       the same with phase: cutover (speaker already disabled)
     sylva                    150 Sylva unit Kustomizations + sylva-units-values Secret, 24 Services,
                              3 pools, 2 L2Advertisements, MetalLBImagePrepull config
+    platform-10k, -100k      lb-N-cutover plus N items no mode reads (12 Deployments, 5 ConfigMaps,
+                             2 HelmReleases of other charts, 1 CRD in every 20)
+    sylva-platform           sylva plus 2 000 items no mode reads
 
 OPTIONS:
     --services N             LoadBalancer Services
@@ -32,6 +35,7 @@ OPTIONS:
     --pools N                MetalLB IPAddressPools (1..=150)
     --l2-advertisements N    MetalLB L2Advertisements (1..=pools)
     --units N                Sylva unit Kustomizations (0, or at least 8)
+    --pass-through N         items no mode reads (see platform-10k)
     --config KIND            none | announcer (= announcer-prepare) | announcer-cutover | prepull
     --seed N                 PRNG seed (same arguments, same bytes)
     -o, --output FILE        write to FILE instead of stdout
@@ -80,6 +84,7 @@ fn run(args: &[String]) -> Result<(), String> {
             "--pools" => spec.pools = number()?,
             "--l2-advertisements" => spec.l2_advertisements = number()?,
             "--units" => spec.units = number()?,
+            "--pass-through" => spec.pass_through = number()?,
             "--seed" => spec.seed = number()? as u64,
             "--config" => {
                 spec.config = Config::parse(value)

@@ -27,12 +27,14 @@
 //! Sylva unit Kustomizations and values.
 
 mod metallb;
+mod passthrough;
 mod services;
 mod sylva;
 
 use std::fmt::Write;
 
 use metallb::{make_pools, write_l2_advertisements, write_pools, write_releases};
+use passthrough::write_pass_through;
 use services::write_services;
 use sylva::{FIXED_UNITS, write_units};
 
@@ -84,6 +86,9 @@ pub struct Spec {
     /// Services as they are in git (no status) plus an `ObservedState` item holding what the
     /// cluster shows for each: the input of a proof that names the IPs it keeps.
     pub observed: bool,
+    /// Items no mode reads (Deployments, ConfigMaps, HelmReleases of other charts, CRDs), as
+    /// the bulk of a real platform repository.
+    pub pass_through: usize,
 }
 
 /// Named sizes used by the benchmarks and documented in `docs/benchmarks.md`.
@@ -98,6 +103,9 @@ pub const PRESETS: &[&str] = &[
     "lb-10k-observed",
     "lb-100k-observed",
     "sylva",
+    "platform-10k",
+    "platform-100k",
+    "sylva-platform",
 ];
 
 impl Spec {
@@ -113,6 +121,7 @@ impl Spec {
             config: Config::Announcer,
             seed: 7,
             observed: false,
+            pass_through: 0,
         }
     }
 
@@ -128,6 +137,7 @@ impl Spec {
             config: Config::Prepull,
             seed: 7,
             observed: false,
+            pass_through: 0,
         }
     }
 
@@ -149,6 +159,24 @@ impl Spec {
                 ..Spec::preset(name.trim_end_matches("-observed"))?
             }),
             "sylva" => Some(Spec::sylva()),
+            // A platform repository: the Services of lb-N-cutover among as many items no mode
+            // reads.
+            "platform-10k" | "platform-100k" => Some(Spec {
+                pass_through: if name == "platform-10k" {
+                    10_000
+                } else {
+                    100_000
+                },
+                ..Spec::preset(&format!(
+                    "lb-{}-cutover",
+                    name.trim_start_matches("platform-")
+                ))?
+            }),
+            // The Sylva bundle in a management cluster's repository: 2 000 items no mode reads.
+            "sylva-platform" => Some(Spec {
+                pass_through: 2_000,
+                ..Spec::sylva()
+            }),
             _ => None,
         }
     }
@@ -235,6 +263,13 @@ pub fn generate(spec: &Spec) -> String {
     if spec.units > 0 {
         write_units(&mut out, spec, &mut rng);
     }
+    // Drawn from a PRNG of its own, so the presets without these items are unchanged.
+    write_pass_through(
+        &mut out,
+        spec.pass_through,
+        spec.namespaces,
+        &mut Rng(spec.seed ^ 0x5A5A),
+    );
     if let Some(fc) = &fc {
         out.push_str("functionConfig:\n");
         for line in fc.lines() {
