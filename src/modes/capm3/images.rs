@@ -236,25 +236,34 @@ pub fn check(
     Ok(())
 }
 
-/// `k8s_version` and the image flavor of the bootstrap provider, or what is missing.
+/// `k8s_version` and the image flavor of the bootstrap provider, each with why it is unknown
+/// here (a level whose selector sets the key itself does not need it). A bootstrap provider the
+/// chart has no flavor for fails every selector in the chart, so nothing is checked then.
 fn cluster_facts(root: &Mapping) -> Result<ClusterFacts, String> {
-    let version = match get(root, &["k8s_version"]) {
-        Some(Value::String(v)) if !is_template(v) && !v.is_empty() => v.clone(),
-        Some(Value::String(_)) => {
-            return Err("k8s_version is a template sylva-units has not rendered".into());
+    let k8s_version = match get(root, &["k8s_version"]) {
+        Some(Value::String(v)) if !is_template(v) && !v.is_empty() => Ok(v.clone()),
+        Some(Value::String(v)) if is_template(v) => {
+            Err("k8s_version is a template sylva-units has not rendered".into())
         }
-        _ => return Err("k8s_version is not in the cluster values".into()),
+        _ => Err("k8s_version is not in the cluster values".into()),
     };
-    let bootstrap = match get(root, &["capi_providers", "bootstrap_provider"]) {
-        Some(Value::String(b)) => b.clone(),
-        _ => return Err("capi_providers.bootstrap_provider is not in the cluster values".into()),
+    let flavor = match get(root, &["capi_providers", "bootstrap_provider"]) {
+        Some(Value::String(b)) if is_template(b) => Err(
+            "capi_providers.bootstrap_provider is a template sylva-units has not rendered".into(),
+        ),
+        Some(Value::String(b)) => match selection::k8s_flavor(b) {
+            Some(flavor) => Ok(flavor.to_owned()),
+            None => {
+                return Err(format!(
+                    "unknown bootstrap provider {b:?} (no k8s-flavor for it)"
+                ));
+            }
+        },
+        _ => Err("capi_providers.bootstrap_provider is not in the cluster values".into()),
     };
-    let flavor = selection::k8s_flavor(&bootstrap).ok_or_else(|| {
-        format!("unknown bootstrap provider {bootstrap:?} (no k8s-flavor for it)")
-    })?;
     Ok(ClusterFacts {
-        k8s_version: version,
-        flavor: flavor.into(),
+        k8s_version,
+        flavor,
     })
 }
 
@@ -275,6 +284,17 @@ fn check_level(
             out.push(
                 about(KrmResult::info(format!(
                     "{what}: neither os_image_selector nor image_key is set; its machines use the explicit machine_image_* values, which are not checked against the served images"
+                )))
+                .field(level.field_path(cluster, "os_image_selector"))
+                .tag("check", "image-selection"),
+            );
+            return;
+        }
+        Ok(Choice::Undecided(missing)) => {
+            out.push(
+                about(KrmResult::warning(format!(
+                    "{what}: image selection not checked: its os_image_selector does not set {missing} and {} (include the rendered cluster values Secret the HelmRelease's valuesFrom names, or pin {missing} in the selector)",
+                    facts.why_unknown(missing)
                 )))
                 .field(level.field_path(cluster, "os_image_selector"))
                 .tag("check", "image-selection"),

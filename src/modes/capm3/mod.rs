@@ -16,6 +16,7 @@ mod config;
 mod finding;
 mod images;
 mod inputs;
+mod order;
 mod policy;
 mod resources;
 mod selection;
@@ -314,12 +315,22 @@ fn check_cluster(
         _ => Vec::new(),
     };
     let names = wiring::Names::new(spec, context);
-    let wiring = wiring::check(&raw, &release.spec.values_from, &names, context);
+    let mut wiring = wiring::check(&raw, &release.spec.values_from, &names, context);
     let changed = wiring.desired != raw;
+    // Management cluster first: adding (B) needs evidence that it exists.
+    let refused =
+        wiring.adds_served && order::served_evidence(spec, inputs, namespace, &names).is_none();
+    if refused {
+        for finding in &mut wiring.findings {
+            finding.fixable = false;
+        }
+    }
     for finding in wiring.findings.iter().cloned() {
         out.push(finding.into_result(item, spec.fix));
     }
-    if spec.fix && changed {
+    if refused {
+        out.push(order::refusal(spec, context, item, &names, fc));
+    } else if spec.fix && changed {
         out.edits.push(Edit::Patch {
             index,
             ops: vec![PatchOp::Set {
@@ -396,34 +407,20 @@ fn check_policy(
             "the Kyverno ClusterPolicy that clones {}/{} as {} into every workload-cluster namespace",
             spec.server_output.namespace, spec.server_output.name, spec.served_images
         );
-        if spec.fix && capm3.contains(&Context::Management) {
-            let mut policy = policy::desired(spec);
-            crate::krm::object::set_file(&mut policy, &format!("{}.yaml", spec.clone_policy), 0);
-            out.push(
-                KrmResult::info(format!(
-                    "added {what} (as sylva-core's mgmt-cluster-state-values unit ships it)"
-                ))
-                .about(&policy)
-                .tag("check", "clone-policy")
-                .tag("fixed", "true"),
-            );
-            out.edits.push(Edit::Add { item: policy });
-        } else {
-            out.push(
-                KrmResult::warning(format!(
-                    "{what} is not among the items: not checked (it belongs to the management cluster's package{})",
-                    if capm3.contains(&Context::Management) { "; fix: true adds it" } else { "" }
-                ))
-                .about_ref(crate::krm::ResourceRef {
-                    api_version: "kyverno.io/v1".into(),
-                    kind: "ClusterPolicy".into(),
-                    name: spec.clone_policy.clone(),
-                    namespace: None,
-                })
-                .field("spec.rules")
-                .tag("check", "clone-policy"),
-            );
-        }
+        out.push(
+            KrmResult::warning(format!(
+                "{what} is not among the items: not checked; {}",
+                order::policy_owner_hint(spec, capm3.contains(&Context::Management))
+            ))
+            .about_ref(crate::krm::ResourceRef {
+                api_version: "kyverno.io/v1".into(),
+                kind: "ClusterPolicy".into(),
+                name: spec.clone_policy.clone(),
+                namespace: None,
+            })
+            .field("spec.rules")
+            .tag("check", "clone-policy"),
+        );
         return Ok(());
     }
     for (index, policy_spec, rule) in found {
@@ -443,7 +440,11 @@ fn check_policy(
                 .tag("check", "clone-policy"),
             );
         }
-        for finding in findings {
+        let owner = order::flux_owner(item);
+        for mut finding in findings {
+            if let Some(owner) = &owner {
+                finding.message.push_str(owner);
+            }
             out.push(finding.into_result(item, spec.fix));
         }
         if let (true, Some(fixed)) = (spec.fix, fixed) {
