@@ -318,8 +318,7 @@ fn check_cluster(
     let mut wiring = wiring::check(&raw, &release.spec.values_from, &names, context);
     let changed = wiring.desired != raw;
     // Management cluster first: adding (B) needs evidence that it exists.
-    let refused =
-        wiring.adds_served && order::served_evidence(spec, inputs, namespace, &names).is_none();
+    let refused = wiring.adds_served && !order::served_exists(spec, inputs, namespace, &names);
     if refused {
         for finding in &mut wiring.findings {
             finding.fixable = false;

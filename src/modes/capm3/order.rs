@@ -18,21 +18,15 @@ use crate::modes::prepull::config_field;
 /// (kustomize-units/mgmt-cluster-state-values/components/capm3/clone-os-images-info.yaml).
 pub const POLICY_UNIT: &str = "mgmt-cluster-state-values";
 
-/// What shows that (B) exists where the HelmRelease looks it up, if anything: the ConfigMap
-/// among the items, or the config's word for it.
-pub fn served_evidence(
+/// True when something shows that (B) exists where the HelmRelease looks it up: the ConfigMap
+/// among the items (in the HelmRelease's namespace), or the config's word for it.
+pub fn served_exists(
     spec: &Capm3OSImageSourcesSpec,
     inputs: &Inputs,
     namespace: Option<&str>,
     names: &Names,
-) -> Option<&'static str> {
-    if inputs.config_map(namespace, &names.served).is_some() {
-        Some("among the items")
-    } else if spec.management_serves_cloned_images {
-        Some("managementServesClonedImages")
-    } else {
-        None
-    }
+) -> bool {
+    spec.management_serves_cloned_images || inputs.config_map(namespace, &names.served).is_some()
 }
 
 /// The error that refuses to add (B) to `release` while nothing shows that it exists.
