@@ -530,6 +530,27 @@ fn a_missing_clone_policy_is_not_emitted_but_its_owner_named() {
         "failOnWarnings",
         Value::Bool(true),
     ));
+    // The management cluster's sylva values disable the unit that ships it: an error there.
+    let disabled = source("capm3-refuse-policy-unit-disabled");
+    let out = fails(&disabled);
+    let e = check(&out, "clone-policy")
+        .into_iter()
+        .find(|r| r["severity"] == "error")
+        .unwrap();
+    assert_eq!(e["resourceRef"]["name"], "sylva-units-values");
+    assert_eq!(
+        e["field"]["path"],
+        "data.values.units.mgmt-cluster-state-values.enabled"
+    );
+    // Enabled (or left to a template), only the warning remains.
+    for value in ["true", "'{{ .Values.x }}'"] {
+        let list = edit(disabled.clone(), "ConfigMap", "sylva-units-values", |cm| {
+            cm["data"]["values"] = Value::from(format!(
+                "units:\n  mgmt-cluster-state-values:\n    enabled: {value}\n"
+            ));
+        });
+        assert_eq!(only(&ok(&list), "clone-policy")["severity"], "warning");
+    }
 }
 
 #[test]

@@ -188,8 +188,8 @@ pub fn check(
     if !root.contains_key("capi_providers") {
         // The cluster values Secret is not among the items: the sylva values' `cluster` is
         // what sylva-units puts in it.
-        if let Some((sylva, _)) = values::sylva_values(items, inputs, cluster.namespace)?
-            && let Some(Value::Mapping(base)) = sylva.get("cluster")
+        if let Some(sylva) = values::sylva_values(items, inputs, cluster.namespace)?
+            && let Some(Value::Mapping(base)) = sylva.root.get("cluster")
         {
             let mut merged = base.clone();
             values::merge_maps(&mut merged, &root);

@@ -241,23 +241,25 @@ fn provider(
         ));
     }
     match values::sylva_values(items, inputs, namespace)? {
-        Some((sylva, origin)) => {
-            match values::get(&sylva, &["cluster", "capi_providers", "infra_provider"]) {
-                None => Ok((
-                    values::SYLVA_DEFAULT_INFRA_PROVIDER.into(),
-                    format!(
-                        "sylva-units' default: {origin} does not set cluster.capi_providers.infra_provider"
-                    ),
-                )),
-                Some(Value::String(p)) if !values::is_template(p) => Ok((
-                    p.clone(),
-                    format!("cluster.capi_providers.infra_provider in {origin}"),
-                )),
-                Some(v) => Err(err(format!(
-                    "cluster.capi_providers.infra_provider in {origin} is not a provider name: {v:?}"
-                ))),
-            }
-        }
+        Some(values::SylvaValues {
+            root: sylva,
+            origin,
+            ..
+        }) => match values::get(&sylva, &["cluster", "capi_providers", "infra_provider"]) {
+            None => Ok((
+                values::SYLVA_DEFAULT_INFRA_PROVIDER.into(),
+                format!(
+                    "sylva-units' default: {origin} does not set cluster.capi_providers.infra_provider"
+                ),
+            )),
+            Some(Value::String(p)) if !values::is_template(p) => Ok((
+                p.clone(),
+                format!("cluster.capi_providers.infra_provider in {origin}"),
+            )),
+            Some(v) => Err(err(format!(
+                "cluster.capi_providers.infra_provider in {origin} is not a provider name: {v:?}"
+            ))),
+        },
         None => Err(err(format!(
             "cannot tell whether HelmRelease {} belongs to a capm3 cluster: neither its cluster values Secret nor the sylva-units values (Secret or ConfigMap sylva-units-values, HelmRelease sylva-units) of namespace {} are among the items",
             item.name(),
@@ -401,6 +403,11 @@ fn check_policy(
     if found.is_empty() {
         if capm3.is_empty() {
             return Ok(());
+        }
+        if capm3.contains(&Context::Management)
+            && let Some(error) = order::policy_unit_disabled(spec, items, inputs)?
+        {
+            out.push(error);
         }
         let what = format!(
             "the Kyverno ClusterPolicy that clones {}/{} as {} into every workload-cluster namespace",

@@ -10,6 +10,7 @@ use serde_yaml::Value;
 use super::Context;
 use super::config::Capm3OSImageSourcesSpec;
 use super::inputs::Inputs;
+use super::values;
 use super::wiring::Names;
 use crate::krm::{KrmObject, KrmResult};
 use crate::modes::prepull::config_field;
@@ -93,5 +94,39 @@ pub fn flux_owner(item: &Value) -> Option<String> {
         .unwrap_or_default();
     Some(format!(
         " (Flux Kustomization {namespace}{name} applies this object and reapplies its own version at its next reconciliation: the lasting correction belongs in that unit's source, i.e. upgrading the management cluster's sylva-units)"
+    ))
+}
+
+/// When the clone policy is not among the items: an error if the management cluster's
+/// sylva-units values (among the items, in `serverOutput.namespace`) disable the unit that ships
+/// it — `units.mgmt-cluster-state-values.enabled: false`, as an environment may set it. A
+/// template or any other value is left to sylva-units.
+pub fn policy_unit_disabled(
+    spec: &Capm3OSImageSourcesSpec,
+    items: &[Value],
+    inputs: &Inputs,
+) -> Result<Option<KrmResult>, KrmResult> {
+    let Some(sylva) = values::sylva_values(items, inputs, Some(&spec.server_output.namespace))?
+    else {
+        return Ok(None);
+    };
+    let disabled = match values::get(&sylva.root, &["units", POLICY_UNIT, "enabled"]) {
+        Some(Value::Bool(false)) => true,
+        Some(Value::String(v)) => v.trim() == "false",
+        _ => false,
+    };
+    if !disabled {
+        return Ok(None);
+    }
+    Ok(Some(
+        KrmResult::error(format!(
+            "{} disables sylva-units' {POLICY_UNIT} unit, which ships the Kyverno ClusterPolicy {} (its components/capm3): no workload-cluster namespace gets {}, and every workload cluster's `cluster` HelmRelease that reads it fails. Enable the unit in the management cluster's sylva values before rewiring workload clusters",
+            sylva.origin, spec.clone_policy, spec.served_images
+        ))
+        .about(&items[sylva.index])
+        .field(format!("{}.units.{POLICY_UNIT}.enabled", sylva.field))
+        .current(false)
+        .proposed(true)
+        .tag("check", "clone-policy"),
     ))
 }
