@@ -268,18 +268,20 @@ fn cluster_facts(root: &Mapping) -> Result<ClusterFacts, String> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn check_level(
+/// The image a level selects, or `None` once the reason it has none is in `out` (explicit
+/// machine images, a fact the selector needs and the items do not give, a selection the chart
+/// refuses).
+fn chosen(
     level: &Level,
     cluster: &Mapping,
     os_images: &Mapping,
     facts: &ClusterFacts,
-    served: Option<&[(String, ServedImage)]>,
     a_name: &str,
     out: &mut Vec<KrmResult>,
     about: &dyn Fn(KrmResult) -> KrmResult,
-) {
+) -> Option<(String, Option<Mapping>)> {
     let what = &level.what;
-    let (key, selector) = match selection::choose(level, os_images, facts) {
+    match selection::choose(level, os_images, facts) {
         Ok(Choice::Unset) => {
             out.push(
                 about(KrmResult::info(format!(
@@ -288,7 +290,7 @@ fn check_level(
                 .field(level.field_path(cluster, "os_image_selector"))
                 .tag("check", "image-selection"),
             );
-            return;
+            None
         }
         Ok(Choice::Undecided(missing)) => {
             out.push(
@@ -299,9 +301,9 @@ fn check_level(
                 .field(level.field_path(cluster, "os_image_selector"))
                 .tag("check", "image-selection"),
             );
-            return;
+            None
         }
-        Ok(Choice::Key { key, selector }) => (key, selector),
+        Ok(Choice::Key { key, selector }) => Some((key, selector)),
         Err(e) => {
             let mut r = about(KrmResult::error(format!(
                 "{what}: {} in os_images of {a_name}{}; sylva-capi-cluster fails to render",
@@ -320,8 +322,25 @@ fn check_level(
                 r = r.current(k.clone());
             }
             out.push(r);
-            return;
+            None
         }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check_level(
+    level: &Level,
+    cluster: &Mapping,
+    os_images: &Mapping,
+    facts: &ClusterFacts,
+    served: Option<&[(String, ServedImage)]>,
+    a_name: &str,
+    out: &mut Vec<KrmResult>,
+    about: &dyn Fn(KrmResult) -> KrmResult,
+) {
+    let what = &level.what;
+    let Some((key, selector)) = chosen(level, cluster, os_images, facts, a_name, out, about) else {
+        return;
     };
     let image = os_images
         .get(key.as_str())
