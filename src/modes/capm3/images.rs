@@ -267,7 +267,6 @@ fn cluster_facts(root: &Mapping) -> Result<ClusterFacts, String> {
     })
 }
 
-#[allow(clippy::too_many_arguments)]
 /// The image a level selects, or `None` once the reason it has none is in `out` (explicit
 /// machine images, a fact the selector needs and the items do not give, a selection the chart
 /// refuses).
