@@ -80,13 +80,14 @@ fn idempotent(out: &Value) {
 
 #[test]
 fn emitted_and_edited_objects_validate_against_the_upstream_crds() {
-    // The clone policy added to a management package.
+    // The exported clone policy, corrected in place (generateExisting set as sylva-core ships it).
     let out = ok(&source("capm3-management-fix"));
     let policy = find(&out, "ClusterPolicy", "clone-os-images-info-capm3");
     crd::validate(policy).unwrap_or_else(|e| panic!("ClusterPolicy: {e:?}"));
+    assert_eq!(policy["spec"]["generateExisting"], true);
     assert_eq!(
         policy["metadata"]["annotations"]["config.kubernetes.io/path"],
-        "clone-os-images-info-capm3.yaml"
+        "clone-policy.yaml"
     );
     idempotent(&out);
     // The rewired HelmRelease.
@@ -107,19 +108,22 @@ fn emitted_and_edited_objects_validate_against_the_upstream_crds() {
 
 #[test]
 fn a_wrong_clone_policy_is_corrected_and_validates() {
-    let mut list = source("capm3-management-fix");
-    let good = ok(&list);
-    let mut old = find(&good, "ClusterPolicy", "clone-os-images-info-capm3").clone();
     // The policy as it was before the decoupling: clone os-images/...-os-images-info as
-    // kyverno-cloned-os-images-info-capm3.
-    set(
-        &mut old,
-        &["spec", "rules"],
-        yaml(
-            "- name: clone-os-images-info-capm3\n  match: {any: [{resources: {kinds: [Namespace], selector: {matchLabels: {sylva-project.org/workload-cluster: ''}}}}]}\n  generate: {kind: ConfigMap, apiVersion: v1, name: kyverno-cloned-os-images-info-capm3, namespace: '{{request.object.metadata.name}}', synchronize: true, clone: {name: capm3-os-image-server-os-images-info, namespace: os-images}}\n",
-        ),
+    // kyverno-cloned-os-images-info-capm3 (and, in this package, no generateExisting).
+    let list = edit(
+        source("capm3-management-fix"),
+        "ClusterPolicy",
+        "clone-os-images-info-capm3",
+        |old| {
+            set(
+                old,
+                &["spec", "rules"],
+                yaml(
+                    "- name: clone-os-images-info-capm3\n  match: {any: [{resources: {kinds: [Namespace], selector: {matchLabels: {sylva-project.org/workload-cluster: ''}}}}]}\n  generate: {kind: ConfigMap, apiVersion: v1, name: kyverno-cloned-os-images-info-capm3, namespace: '{{request.object.metadata.name}}', synchronize: true, clone: {name: capm3-os-image-server-os-images-info, namespace: os-images}}\n",
+                ),
+            )
+        },
     );
-    list["items"].as_sequence_mut().unwrap().push(old);
     let checked = fails(&with_spec(list.clone(), "fix", Value::Bool(false)));
     let fields: Vec<String> = check(&checked, "clone-policy")
         .iter()
@@ -129,7 +133,8 @@ fn a_wrong_clone_policy_is_corrected_and_validates() {
         fields,
         [
             "spec.rules[0].generate.name",
-            "spec.rules[0].generate.clone"
+            "spec.rules[0].generate.clone",
+            "spec.generateExisting"
         ]
     );
     let out = ok(&list);
@@ -143,6 +148,7 @@ fn a_wrong_clone_policy_is_corrected_and_validates() {
         fixed["spec"]["rules"][0]["generate"]["clone"]["namespace"],
         "sylva-system"
     );
+    assert_eq!(fixed["spec"]["generateExisting"], true);
     // Orchestrator annotations survive the replacement.
     assert!(fixed["metadata"]["annotations"]["config.kubernetes.io/path"].is_string());
     idempotent(&out);
@@ -298,9 +304,14 @@ fn management_and_workload_are_told_apart_by_namespace_or_config() {
     // The management package's release, declared a workload cluster, must read the clone.
     let management = with_spec(source("capm3-management-fix"), "fix", Value::Bool(false));
     let out = fails(&with_spec(management, "context", Value::from("workload")));
-    assert_eq!(
-        only(&out, "served-images")["field"]["path"],
-        "spec.valuesFrom[7]"
+    let served: Vec<Value> = check(&out, "served-images");
+    assert_eq!(served[0]["field"]["path"], "spec.valuesFrom[7]");
+    // ...and its clone is not among the items: fix: true would not rewire it either.
+    assert!(
+        served[1]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("refused")
     );
     // No namespace: auto cannot decide.
     let list = edit(
@@ -495,5 +506,197 @@ fn bad_items_are_errors_about_the_item() {
             .unwrap()
             .starts_with("data.values.yaml.capm3_os_image_server_images.abc"),
         "{e:?}"
+    );
+}
+
+#[test]
+fn a_missing_clone_policy_is_not_emitted_but_its_owner_named() {
+    let out = ok(&source("capm3-management-policy-missing"));
+    assert_eq!(
+        items(&out),
+        items(&source("capm3-management-policy-missing"))
+    );
+    let w = only(&out, "clone-policy");
+    assert_eq!(w["severity"], "warning");
+    let message = w["message"].as_str().unwrap();
+    assert!(message.contains("mgmt-cluster-state-values"), "{message}");
+    assert!(
+        message.contains("units.mgmt-cluster-state-values.enabled"),
+        "{message}"
+    );
+    // With failOnWarnings the missing policy stops the pipeline.
+    fails(&with_spec(
+        source("capm3-management-policy-missing"),
+        "failOnWarnings",
+        Value::Bool(true),
+    ));
+    // The management cluster's sylva values disable the unit that ships it: an error there.
+    let disabled = source("capm3-refuse-policy-unit-disabled");
+    let out = fails(&disabled);
+    let e = check(&out, "clone-policy")
+        .into_iter()
+        .find(|r| r["severity"] == "error")
+        .unwrap();
+    assert_eq!(e["resourceRef"]["name"], "sylva-units-values");
+    assert_eq!(
+        e["field"]["path"],
+        "data.values.units.mgmt-cluster-state-values.enabled"
+    );
+    // Enabled (or left to a template), only the warning remains.
+    for value in ["true", "'{{ .Values.x }}'"] {
+        let list = edit(disabled.clone(), "ConfigMap", "sylva-units-values", |cm| {
+            cm["data"]["values"] = Value::from(format!(
+                "units:\n  mgmt-cluster-state-values:\n    enabled: {value}\n"
+            ));
+        });
+        assert_eq!(only(&ok(&list), "clone-policy")["severity"], "warning");
+    }
+}
+
+#[test]
+fn adding_b_waits_for_the_management_cluster() {
+    // Legacy wiring, fix: true, the clone not among the items: refused, nothing written.
+    let list = source("capm3-refuse-rewire-before-management");
+    let out = fails(&list);
+    let refused: Vec<Value> = check(&out, "served-images");
+    assert_eq!(refused.len(), 1, "{refused:#?}");
+    assert_eq!(refused[0]["severity"], "error");
+    assert_eq!(refused[0]["field"]["path"], "spec.valuesFrom");
+    let message = refused[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("upgrade the management cluster first"),
+        "{message}"
+    );
+    assert!(
+        message.contains("spec.managementServesClonedImages"),
+        "{message}"
+    );
+    // The wiring finding stays an error: it is not reported as fixed.
+    let legacy = only(&out, "os-images-info");
+    assert_eq!(legacy["severity"], "error");
+    assert!(legacy["tags"]["fixed"].is_null());
+    // The config's word that the management cluster serves it lets the fix through.
+    let out = ok(&with_spec(
+        list.clone(),
+        "managementServesClonedImages",
+        Value::Bool(true),
+    ));
+    let release = find(&out, "HelmRelease", "cluster");
+    crd::validate(release).unwrap();
+    assert_eq!(
+        value_names(release)[6..],
+        ["os-images-info", "kyverno-cloned-os-image-server-images"]
+    );
+    // The ConfigMap form takes it too.
+    let mut cm = list.clone();
+    cm["functionConfig"] = yaml(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\ndata: {mode: capm3-os-image-sources, fix: 'true', managementServesClonedImages: 'true'}\n",
+    );
+    ok(&cm);
+    // (B) missing altogether from a healthy workload wiring: refused the same way.
+    let list = edit(
+        without(
+            source("capm3-workload-healthy"),
+            "ConfigMap",
+            "kyverno-cloned-os-image-server-images",
+        ),
+        "HelmRelease",
+        "cluster",
+        |hr| {
+            hr["spec"]["valuesFrom"].as_sequence_mut().unwrap().pop();
+        },
+    );
+    let out = fails(&with_spec(list, "fix", Value::Bool(true)));
+    assert!(
+        check(&out, "served-images")
+            .iter()
+            .any(|r| r["message"].as_str().unwrap().starts_with("refused"))
+    );
+    // Reordering a (B) the HelmRelease already reads adds no dependency: not refused.
+    let list = edit(
+        without(
+            source("capm3-workload-healthy"),
+            "ConfigMap",
+            "kyverno-cloned-os-image-server-images",
+        ),
+        "HelmRelease",
+        "cluster",
+        |hr| {
+            hr["spec"]["valuesFrom"]
+                .as_sequence_mut()
+                .unwrap()
+                .swap(6, 7);
+        },
+    );
+    let out = ok(&with_spec(list, "fix", Value::Bool(true)));
+    assert_eq!(
+        value_names(find(&out, "HelmRelease", "cluster"))[6..],
+        ["os-images-info", "kyverno-cloned-os-image-server-images"]
+    );
+    // The management cluster: its (B) is the os-image-server output; adding it without the
+    // output among the items is refused too.
+    let list = edit(
+        without(
+            source("capm3-management-policy-missing"),
+            "ConfigMap",
+            "capm3-os-image-server-os-images",
+        ),
+        "HelmRelease",
+        "cluster",
+        |hr| {
+            hr["spec"]["valuesFrom"].as_sequence_mut().unwrap().pop();
+        },
+    );
+    let out = fails(&list);
+    let refusal = check(&out, "served-images")
+        .into_iter()
+        .find(|r| r["message"].as_str().unwrap().starts_with("refused"))
+        .unwrap();
+    assert!(
+        refusal["message"]
+            .as_str()
+            .unwrap()
+            .contains("upgrade the management cluster's os-image-server unit first")
+    );
+}
+
+#[test]
+fn a_selector_that_pins_k8s_version_is_checked_without_k8s_version() {
+    // The sylva values stand in for the cluster values Secret, with k8s_version a template
+    // (as sylva-units' defaults have it): unknown here.
+    let base = source("capm3-workload-healthy");
+    let cluster = "name: wc1\ncapi_providers: {infra_provider: capm3, bootstrap_provider: cabpr}\nk8s_version: '{{ .Values.k8s_version_map.x }}'\n\
+        control_plane: {capm3: {os_image_selector: {os: ubuntu, os-release: noble, flavor: plain, k8s-version: '1\\.31\\..*'}}}\n\
+        machine_deployments: {md0: {capm3: {os_image_selector: {os: opensuse}}}}\n";
+    let mut values = Mapping::new();
+    values.insert("cluster".into(), yaml(cluster));
+    let cm = yaml(&format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: sylva-units-values, namespace: wc1}}\ndata:\n  values: {}\n",
+        serde_json::to_string(&serde_yaml::to_string(&values).unwrap()).unwrap()
+    ));
+    let mut list = without(base, "Secret", "helm-unit-values-cluster-5f0c2a1");
+    list["items"].as_sequence_mut().unwrap().push(cm);
+    let out = ok(&list);
+    let selection = check(&out, "image-selection");
+    assert_eq!(selection.len(), 2, "{selection:#?}");
+    // The control plane pins k8s-version: its image is selected and checked as served.
+    assert_eq!(selection[0]["severity"], "info");
+    assert_eq!(
+        selection[0]["field"]["currentValue"],
+        "ubuntu-noble-plain-rke2-1-31-8"
+    );
+    let served = check(&out, "image-served");
+    assert_eq!(served.len(), 1, "{served:#?}");
+    assert_eq!(served[0]["severity"], "info");
+    // md0 does not: not checked, and the warning says which key and why.
+    assert_eq!(selection[1]["severity"], "warning");
+    assert_eq!(
+        selection[1]["field"]["path"],
+        "machine_deployments.md0.capm3.os_image_selector"
+    );
+    let message = selection[1]["message"].as_str().unwrap();
+    assert!(
+        message.contains("does not set k8s-version") && message.contains("template"),
+        "{message}"
     );
 }

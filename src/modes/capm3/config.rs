@@ -41,13 +41,21 @@ pub struct Capm3OSImageSourcesSpec {
     /// The os-image-server output ConfigMap: (B) of the management cluster, and what the Kyverno
     /// policy clones into every workload-cluster namespace.
     pub server_output: ConfigMapRef,
-    /// Name of the Kyverno ClusterPolicy that clones `serverOutput` as `servedImages` (the name
-    /// given to the policy emitted with `fix: true`).
+    /// Name of the Kyverno ClusterPolicy that clones `serverOutput` as `servedImages` (a policy
+    /// among the items is checked when it has this name or a rule that clones `serverOutput`).
     pub clone_policy: String,
     /// `false` (default): check and report only. `true`: rewire the `cluster` HelmRelease's
-    /// `valuesFrom`, label the workload Namespace, correct the clone policy, and emit it in a
-    /// management package that lacks it.
+    /// `valuesFrom`, label the workload Namespace, and correct the clone policy when it is among
+    /// the items (a missing policy is not emitted: sylva-units' `mgmt-cluster-state-values` unit
+    /// owns it). A rewiring that adds (B) is refused unless (B) is among the items or
+    /// `managementServesClonedImages` is `true`.
     pub fix: bool,
+    /// `true`: the management cluster has already been upgraded, so its os-image-server writes
+    /// `serverOutput` and its Kyverno policy clones it into every workload-cluster namespace as
+    /// `servedImages`. Lets `fix: true` add (B) to a `cluster` HelmRelease although (B) is not
+    /// among the items. Default `false`: (B)'s `valuesFrom` entry is not optional, so
+    /// helm-controller fails the HelmRelease while the ConfigMap does not exist.
+    pub management_serves_cloned_images: bool,
     /// `true`: every warning is reported as an error (same message, tagged
     /// `promotedFrom: warning`), so the run exits 1 and nothing is written, not even what
     /// `fix: true` corrects; for pipelines where nobody reads warnings (they also go to stderr).
@@ -64,6 +72,7 @@ impl Default for Capm3OSImageSourcesSpec {
             server_output: ConfigMapRef::default(),
             clone_policy: DEFAULT_CLONE_POLICY.into(),
             fix: false,
+            management_serves_cloned_images: false,
             fail_on_warnings: false,
         }
     }

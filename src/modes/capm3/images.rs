@@ -188,8 +188,8 @@ pub fn check(
     if !root.contains_key("capi_providers") {
         // The cluster values Secret is not among the items: the sylva values' `cluster` is
         // what sylva-units puts in it.
-        if let Some((sylva, _)) = values::sylva_values(items, inputs, cluster.namespace)?
-            && let Some(Value::Mapping(base)) = sylva.get("cluster")
+        if let Some(sylva) = values::sylva_values(items, inputs, cluster.namespace)?
+            && let Some(Value::Mapping(base)) = sylva.root.get("cluster")
         {
             let mut merged = base.clone();
             values::merge_maps(&mut merged, &root);
@@ -236,41 +236,51 @@ pub fn check(
     Ok(())
 }
 
-/// `k8s_version` and the image flavor of the bootstrap provider, or what is missing.
+/// `k8s_version` and the image flavor of the bootstrap provider, each with why it is unknown
+/// here (a level whose selector sets the key itself does not need it). A bootstrap provider the
+/// chart has no flavor for fails every selector in the chart, so nothing is checked then.
 fn cluster_facts(root: &Mapping) -> Result<ClusterFacts, String> {
-    let version = match get(root, &["k8s_version"]) {
-        Some(Value::String(v)) if !is_template(v) && !v.is_empty() => v.clone(),
-        Some(Value::String(_)) => {
-            return Err("k8s_version is a template sylva-units has not rendered".into());
+    let k8s_version = match get(root, &["k8s_version"]) {
+        Some(Value::String(v)) if !is_template(v) && !v.is_empty() => Ok(v.clone()),
+        Some(Value::String(v)) if is_template(v) => {
+            Err("k8s_version is a template sylva-units has not rendered".into())
         }
-        _ => return Err("k8s_version is not in the cluster values".into()),
+        _ => Err("k8s_version is not in the cluster values".into()),
     };
-    let bootstrap = match get(root, &["capi_providers", "bootstrap_provider"]) {
-        Some(Value::String(b)) => b.clone(),
-        _ => return Err("capi_providers.bootstrap_provider is not in the cluster values".into()),
+    let flavor = match get(root, &["capi_providers", "bootstrap_provider"]) {
+        Some(Value::String(b)) if is_template(b) => Err(
+            "capi_providers.bootstrap_provider is a template sylva-units has not rendered".into(),
+        ),
+        Some(Value::String(b)) => match selection::k8s_flavor(b) {
+            Some(flavor) => Ok(flavor.to_owned()),
+            None => {
+                return Err(format!(
+                    "unknown bootstrap provider {b:?} (no k8s-flavor for it)"
+                ));
+            }
+        },
+        _ => Err("capi_providers.bootstrap_provider is not in the cluster values".into()),
     };
-    let flavor = selection::k8s_flavor(&bootstrap).ok_or_else(|| {
-        format!("unknown bootstrap provider {bootstrap:?} (no k8s-flavor for it)")
-    })?;
     Ok(ClusterFacts {
-        k8s_version: version,
-        flavor: flavor.into(),
+        k8s_version,
+        flavor,
     })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn check_level(
+/// The image a level selects, or `None` once the reason it has none is in `out` (explicit
+/// machine images, a fact the selector needs and the items do not give, a selection the chart
+/// refuses).
+fn chosen(
     level: &Level,
     cluster: &Mapping,
     os_images: &Mapping,
     facts: &ClusterFacts,
-    served: Option<&[(String, ServedImage)]>,
     a_name: &str,
     out: &mut Vec<KrmResult>,
     about: &dyn Fn(KrmResult) -> KrmResult,
-) {
+) -> Option<(String, Option<Mapping>)> {
     let what = &level.what;
-    let (key, selector) = match selection::choose(level, os_images, facts) {
+    match selection::choose(level, os_images, facts) {
         Ok(Choice::Unset) => {
             out.push(
                 about(KrmResult::info(format!(
@@ -279,9 +289,20 @@ fn check_level(
                 .field(level.field_path(cluster, "os_image_selector"))
                 .tag("check", "image-selection"),
             );
-            return;
+            None
         }
-        Ok(Choice::Key { key, selector }) => (key, selector),
+        Ok(Choice::Undecided(missing)) => {
+            out.push(
+                about(KrmResult::warning(format!(
+                    "{what}: image selection not checked: its os_image_selector does not set {missing} and {} (include the rendered cluster values Secret the HelmRelease's valuesFrom names, or pin {missing} in the selector)",
+                    facts.why_unknown(missing)
+                )))
+                .field(level.field_path(cluster, "os_image_selector"))
+                .tag("check", "image-selection"),
+            );
+            None
+        }
+        Ok(Choice::Key { key, selector }) => Some((key, selector)),
         Err(e) => {
             let mut r = about(KrmResult::error(format!(
                 "{what}: {} in os_images of {a_name}{}; sylva-capi-cluster fails to render",
@@ -300,8 +321,25 @@ fn check_level(
                 r = r.current(k.clone());
             }
             out.push(r);
-            return;
+            None
         }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check_level(
+    level: &Level,
+    cluster: &Mapping,
+    os_images: &Mapping,
+    facts: &ClusterFacts,
+    served: Option<&[(String, ServedImage)]>,
+    a_name: &str,
+    out: &mut Vec<KrmResult>,
+    about: &dyn Fn(KrmResult) -> KrmResult,
+) {
+    let what = &level.what;
+    let Some((key, selector)) = chosen(level, cluster, os_images, facts, a_name, out, about) else {
+        return;
     };
     let image = os_images
         .get(key.as_str())

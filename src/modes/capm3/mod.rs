@@ -16,6 +16,7 @@ mod config;
 mod finding;
 mod images;
 mod inputs;
+mod order;
 mod policy;
 mod resources;
 mod selection;
@@ -240,23 +241,25 @@ fn provider(
         ));
     }
     match values::sylva_values(items, inputs, namespace)? {
-        Some((sylva, origin)) => {
-            match values::get(&sylva, &["cluster", "capi_providers", "infra_provider"]) {
-                None => Ok((
-                    values::SYLVA_DEFAULT_INFRA_PROVIDER.into(),
-                    format!(
-                        "sylva-units' default: {origin} does not set cluster.capi_providers.infra_provider"
-                    ),
-                )),
-                Some(Value::String(p)) if !values::is_template(p) => Ok((
-                    p.clone(),
-                    format!("cluster.capi_providers.infra_provider in {origin}"),
-                )),
-                Some(v) => Err(err(format!(
-                    "cluster.capi_providers.infra_provider in {origin} is not a provider name: {v:?}"
-                ))),
-            }
-        }
+        Some(values::SylvaValues {
+            root: sylva,
+            origin,
+            ..
+        }) => match values::get(&sylva, &["cluster", "capi_providers", "infra_provider"]) {
+            None => Ok((
+                values::SYLVA_DEFAULT_INFRA_PROVIDER.into(),
+                format!(
+                    "sylva-units' default: {origin} does not set cluster.capi_providers.infra_provider"
+                ),
+            )),
+            Some(Value::String(p)) if !values::is_template(p) => Ok((
+                p.clone(),
+                format!("cluster.capi_providers.infra_provider in {origin}"),
+            )),
+            Some(v) => Err(err(format!(
+                "cluster.capi_providers.infra_provider in {origin} is not a provider name: {v:?}"
+            ))),
+        },
         None => Err(err(format!(
             "cannot tell whether HelmRelease {} belongs to a capm3 cluster: neither its cluster values Secret nor the sylva-units values (Secret or ConfigMap sylva-units-values, HelmRelease sylva-units) of namespace {} are among the items",
             item.name(),
@@ -314,12 +317,21 @@ fn check_cluster(
         _ => Vec::new(),
     };
     let names = wiring::Names::new(spec, context);
-    let wiring = wiring::check(&raw, &release.spec.values_from, &names, context);
+    let mut wiring = wiring::check(&raw, &release.spec.values_from, &names, context);
     let changed = wiring.desired != raw;
+    // Management cluster first: adding (B) needs evidence that it exists.
+    let refused = wiring.adds_served && !order::served_exists(spec, inputs, namespace, &names);
+    if refused {
+        for finding in &mut wiring.findings {
+            finding.fixable = false;
+        }
+    }
     for finding in wiring.findings.iter().cloned() {
         out.push(finding.into_result(item, spec.fix));
     }
-    if spec.fix && changed {
+    if refused {
+        out.push(order::refusal(spec, context, item, &names, fc));
+    } else if spec.fix && changed {
         out.edits.push(Edit::Patch {
             index,
             ops: vec![PatchOp::Set {
@@ -392,38 +404,29 @@ fn check_policy(
         if capm3.is_empty() {
             return Ok(());
         }
+        if capm3.contains(&Context::Management)
+            && let Some(error) = order::policy_unit_disabled(spec, items, inputs)?
+        {
+            out.push(error);
+        }
         let what = format!(
             "the Kyverno ClusterPolicy that clones {}/{} as {} into every workload-cluster namespace",
             spec.server_output.namespace, spec.server_output.name, spec.served_images
         );
-        if spec.fix && capm3.contains(&Context::Management) {
-            let mut policy = policy::desired(spec);
-            crate::krm::object::set_file(&mut policy, &format!("{}.yaml", spec.clone_policy), 0);
-            out.push(
-                KrmResult::info(format!(
-                    "added {what} (as sylva-core's mgmt-cluster-state-values unit ships it)"
-                ))
-                .about(&policy)
-                .tag("check", "clone-policy")
-                .tag("fixed", "true"),
-            );
-            out.edits.push(Edit::Add { item: policy });
-        } else {
-            out.push(
-                KrmResult::warning(format!(
-                    "{what} is not among the items: not checked (it belongs to the management cluster's package{})",
-                    if capm3.contains(&Context::Management) { "; fix: true adds it" } else { "" }
-                ))
-                .about_ref(crate::krm::ResourceRef {
-                    api_version: "kyverno.io/v1".into(),
-                    kind: "ClusterPolicy".into(),
-                    name: spec.clone_policy.clone(),
-                    namespace: None,
-                })
-                .field("spec.rules")
-                .tag("check", "clone-policy"),
-            );
-        }
+        out.push(
+            KrmResult::warning(format!(
+                "{what} is not among the items: not checked; {}",
+                order::policy_owner_hint(spec, capm3.contains(&Context::Management))
+            ))
+            .about_ref(crate::krm::ResourceRef {
+                api_version: "kyverno.io/v1".into(),
+                kind: "ClusterPolicy".into(),
+                name: spec.clone_policy.clone(),
+                namespace: None,
+            })
+            .field("spec.rules")
+            .tag("check", "clone-policy"),
+        );
         return Ok(());
     }
     for (index, policy_spec, rule) in found {
@@ -443,7 +446,11 @@ fn check_policy(
                 .tag("check", "clone-policy"),
             );
         }
-        for finding in findings {
+        let owner = order::flux_owner(item);
+        for mut finding in findings {
+            if let Some(owner) = &owner {
+                finding.message.push_str(owner);
+            }
             out.push(finding.into_result(item, spec.fix));
         }
         if let (true, Some(fixed)) = (spec.fix, fixed) {

@@ -22,36 +22,8 @@ use crate::krm::{KrmObject, KrmResult};
 pub const WORKLOAD_CLUSTER_LABEL: &str = "sylva-project.org/workload-cluster";
 /// Where Kyverno puts each copy: the matched Namespace.
 pub const TARGET_NAMESPACE: &str = "{{request.object.metadata.name}}";
-/// Annotation sylva-core sets on its policies so Flux replaces them on immutable-field changes.
-pub const FLUX_FORCE_ANNOTATION: &str = "kustomize.toolkit.fluxcd.io/force";
 
-/// The policy as sylva-core ships it, for the names in `spec`.
-pub fn desired(spec: &Capm3OSImageSourcesSpec) -> Value {
-    let policy = ClusterPolicySpec {
-        generate_existing: Some(true),
-        rules: vec![Rule {
-            name: spec.clone_policy.clone(),
-            skip_background_requests: Some(false),
-            match_: Some(desired_match()),
-            generate: Some(desired_generate(spec)),
-        }],
-    };
-    let mut annotations = Mapping::new();
-    annotations.insert(FLUX_FORCE_ANNOTATION.into(), "Enabled".into());
-    let mut metadata = Mapping::new();
-    metadata.insert("name".into(), spec.clone_policy.clone().into());
-    metadata.insert("annotations".into(), Value::Mapping(annotations));
-    let mut root = Mapping::new();
-    root.insert("apiVersion".into(), "kyverno.io/v1".into());
-    root.insert("kind".into(), "ClusterPolicy".into());
-    root.insert("metadata".into(), Value::Mapping(metadata));
-    root.insert(
-        "spec".into(),
-        serde_yaml::to_value(policy).expect("a policy serializes"),
-    );
-    Value::Mapping(root)
-}
-
+/// The `generate` of sylva-core's rule, for the names in `spec`.
 fn desired_generate(spec: &Capm3OSImageSourcesSpec) -> Generation {
     Generation {
         kind: Some("ConfigMap".into()),
@@ -59,6 +31,7 @@ fn desired_generate(spec: &Capm3OSImageSourcesSpec) -> Generation {
         name: Some(spec.served_images.clone()),
         namespace: Some(TARGET_NAMESPACE.into()),
         synchronize: Some(true),
+        generate_existing: None,
         clone: Some(CloneFrom {
             name: Some(spec.server_output.name.clone()),
             namespace: Some(spec.server_output.namespace.clone()),
@@ -161,6 +134,10 @@ pub fn check(
             };
             rules.push(yaml(&rule));
         }
+        if let Some(finding) = generate_existing(item, policy, None) {
+            findings.push(finding);
+            set_generate_existing(&mut fixed, None);
+        }
         return (findings, Some(fixed));
     };
     let rule = &policy.rules[i];
@@ -232,10 +209,17 @@ pub fn check(
             yaml(&desired_match()),
         ));
     }
+    let existing = generate_existing(item, policy, Some(i));
+    if let Some(finding) = existing.clone() {
+        findings.push(finding);
+    }
     if findings.is_empty() {
         return (findings, None);
     }
     let mut fixed = item.clone();
+    if existing.is_some() {
+        set_generate_existing(&mut fixed, Some((i, rule.generate.as_ref())));
+    }
     if let Some(rule_value) = rules_mut(&mut fixed)
         .and_then(|r| r.get_mut(i))
         .and_then(Value::as_mapping_mut)
@@ -256,6 +240,75 @@ pub fn check(
         }
     }
     (findings, Some(fixed))
+}
+
+/// Whether Kyverno also generates the copy for workload-cluster Namespaces that existed before
+/// the policy: the rule's `generate.generateExisting` when set, else the policy's
+/// `spec.generateExisting` (default false) — kyverno pkg/policy/generate.go,
+/// `handleGenerateForExisting`. sylva-core ships `spec.generateExisting: true`.
+fn generate_existing(
+    item: &Value,
+    policy: &ClusterPolicySpec,
+    rule: Option<usize>,
+) -> Option<Finding> {
+    let per_rule = rule.and_then(|i| policy.rules[i].generate.as_ref()?.generate_existing);
+    let (effective, field, current, which) = match (per_rule, rule) {
+        (Some(v), Some(i)) => (
+            v,
+            format!("spec.rules[{i}].generate.generateExisting"),
+            Value::Bool(v),
+            format!(
+                "rule {} sets generate.generateExisting: {v}, which wins over spec.generateExisting",
+                policy.rules[i].name
+            ),
+        ),
+        _ => (
+            policy.generate_existing.unwrap_or(false),
+            "spec.generateExisting".to_owned(),
+            policy.generate_existing.map_or(Value::Null, Value::Bool),
+            "spec.generateExisting is not true (and the rule does not set its own)".to_owned(),
+        ),
+    };
+    if effective {
+        return None;
+    }
+    Some(Finding::fixable_error(
+        "clone-policy",
+        format!(
+            "ClusterPolicy {}: {which}, so Kyverno copies the served images only into workload-cluster Namespaces created or changed after the policy; the namespaces that exist already never get the copy, and their clusters' HelmReleases fail once they read it",
+            item.name()
+        ),
+        field,
+        current,
+        Value::Bool(true),
+    ))
+}
+
+/// Sets `generateExisting: true` where the check found it: on the rule when the rule sets it
+/// (it wins there), else on the policy, as sylva-core ships it.
+fn set_generate_existing(item: &mut Value, rule: Option<(usize, Option<&Generation>)>) {
+    let per_rule = rule.filter(|(_, g)| g.is_some_and(|g| g.generate_existing.is_some()));
+    if let Some((i, _)) = per_rule {
+        if let Some(generate) = rules_mut(item)
+            .and_then(|r| r.get_mut(i))
+            .and_then(|r| r.get_mut("generate"))
+            .and_then(Value::as_mapping_mut)
+        {
+            generate.insert("generateExisting".into(), Value::Bool(true));
+        }
+        return;
+    }
+    // Where sylva-core writes it: first in `spec`, before `rules`.
+    if let Some(spec) = item.get_mut("spec").and_then(Value::as_mapping_mut) {
+        let mut reordered = Mapping::new();
+        reordered.insert("generateExisting".into(), Value::Bool(true));
+        for (k, v) in std::mem::take(spec) {
+            if k.as_str() != Some("generateExisting") {
+                reordered.insert(k, v);
+            }
+        }
+        *spec = reordered;
+    }
 }
 
 /// A typed value as YAML (these types always serialize).
@@ -327,11 +380,6 @@ mod tests {
     }
 
     #[test]
-    fn the_emitted_policy_is_sylva_cores() {
-        assert_eq!(desired(&Capm3OSImageSourcesSpec::default()), sylva_policy());
-    }
-
-    #[test]
     fn sylva_cores_policy_passes_and_the_pre_decoupling_one_is_corrected() {
         let spec = Capm3OSImageSourcesSpec::default();
         let item = sylva_policy();
@@ -365,6 +413,42 @@ mod tests {
             ]
         );
         assert_eq!(fixed.unwrap(), item);
+    }
+
+    fn checked(item: &Value) -> (Vec<Finding>, Option<Value>) {
+        let spec = Capm3OSImageSourcesSpec::default();
+        let policy = cluster_policy_spec(item).unwrap();
+        check(item, &policy, clone_rule(&policy, &spec), &spec)
+    }
+
+    #[test]
+    fn generate_existing_is_checked_per_rule_then_per_policy() {
+        // Policy-level off: existing workload namespaces never get the copy.
+        let mut item = sylva_policy();
+        item["spec"]
+            .as_mapping_mut()
+            .unwrap()
+            .remove("generateExisting");
+        let (findings, fixed) = checked(&item);
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!(findings[0].field, "spec.generateExisting");
+        assert_eq!(findings[0].current, Value::Null);
+        assert_eq!(fixed.unwrap(), sylva_policy());
+        // The rule's own setting wins over the policy's (kyverno handleGenerateForExisting).
+        let mut item = sylva_policy();
+        item["spec"]["rules"][0]["generate"]["generateExisting"] = Value::Bool(false);
+        let (findings, fixed) = checked(&item);
+        assert_eq!(findings[0].field, "spec.rules[0].generate.generateExisting");
+        let fixed = fixed.unwrap();
+        assert_eq!(
+            fixed["spec"]["rules"][0]["generate"]["generateExisting"],
+            Value::Bool(true)
+        );
+        assert!(checked(&fixed).0.is_empty());
+        let mut item = sylva_policy();
+        item["spec"]["generateExisting"] = Value::Bool(false);
+        item["spec"]["rules"][0]["generate"]["generateExisting"] = Value::Bool(true);
+        assert!(checked(&item).0.is_empty());
     }
 
     #[test]

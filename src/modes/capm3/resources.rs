@@ -168,6 +168,10 @@ pub struct Generation {
     /// Keep the copy in sync with its source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub synchronize: Option<bool>,
+    /// Per-rule `generateExisting`: when set, it wins over the policy's `spec.generateExisting`
+    /// (kyverno pkg/policy/generate.go, `handleGenerateForExisting`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generate_existing: Option<bool>,
     /// The object copied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clone: Option<CloneFrom>,

@@ -24,6 +24,10 @@ pub const BASE_SELECTOR_KEYS: [&str; 9] = [
 /// The attribute every image has in selection: its key in `os_images`.
 pub const IMAGE_KEY_ATTRIBUTE: &str = "_os_images_key_";
 const EXTRA_KEYS_OPT_IN: &str = "_use_extra_keys_";
+/// The selector key `finalize-os-image-selector` fills from the cluster's `k8s_version`.
+pub const K8S_VERSION: &str = "k8s-version";
+/// The selector key `finalize-os-image-selector` fills from the bootstrap provider.
+pub const K8S_FLAVOR: &str = "k8s-flavor";
 /// What a selector compares an attribute the image lacks with (`dig ... "//unset"`).
 const UNSET: &str = "//unset";
 
@@ -118,19 +122,29 @@ pub fn k8s_flavor(bootstrap_provider: &str) -> Option<&'static str> {
 }
 
 /// `finalize-os-image-selector`: the cluster's Kubernetes version (without a leading `v`, `+`
-/// escaped for the regex) and flavor, unless the selector sets them.
-pub fn finalize(selector: &Mapping, k8s_version: &str, flavor: &str) -> Mapping {
+/// escaped for the regex) and flavor, unless the selector sets them (the selector's own keys
+/// win). A value the selector does not set and the cluster facts do not know is returned as the
+/// selector key that could not be filled.
+pub fn finalize(selector: &Mapping, facts: &ClusterFacts) -> Result<Mapping, &'static str> {
     let mut out = Mapping::new();
-    out.insert(
-        "k8s-version".into(),
-        k8s_version
-            .trim_start_matches('v')
-            .replace('+', "\\+")
-            .into(),
-    );
-    out.insert("k8s-flavor".into(), flavor.into());
+    let version = facts
+        .k8s_version
+        .as_ref()
+        .map(|v| v.trim_start_matches('v').replace('+', "\\+"));
+    for (key, fact) in [
+        (K8S_VERSION, version.ok()),
+        (K8S_FLAVOR, facts.flavor.as_ref().ok().cloned()),
+    ] {
+        match fact {
+            Some(value) => {
+                out.insert(key.into(), value.into());
+            }
+            None if selector.contains_key(key) => {}
+            None => return Err(key),
+        }
+    }
     merge_maps(&mut out, selector);
-    out
+    Ok(out)
 }
 
 /// `validate-selector`: base keys only (unless `_use_extra_keys_` is set), string or boolean
@@ -197,6 +211,9 @@ pub enum Choice {
     /// Neither `os_image_selector` nor `image_key` is set: the machines use the explicit
     /// `machine_image_*` values, which the chart does not check against the served images.
     Unset,
+    /// The selector does not set this key (`k8s-version` or `k8s-flavor`) and the cluster value
+    /// that fills it is not known here: the image cannot be told.
+    Undecided(&'static str),
     /// An image key, with the finalized selector that found it (if one did).
     Key {
         /// Key in `os_images`.
@@ -219,13 +236,26 @@ pub struct SelectError {
     pub field: &'static str,
 }
 
-/// The cluster facts selection needs: `k8s_version` and the bootstrap provider's flavor.
+/// The cluster facts selection needs: `k8s_version` and the bootstrap provider's flavor, each
+/// with why it is unknown when it is (not among the items, an unrendered template).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterFacts {
     /// `k8s_version`, e.g. `v1.31.8+rke2r1`.
-    pub k8s_version: String,
+    pub k8s_version: Result<String, String>,
     /// `k8s-flavor` of the bootstrap provider.
-    pub flavor: String,
+    pub flavor: Result<String, String>,
+}
+
+impl ClusterFacts {
+    /// Why the fact that fills selector key `key` is unknown.
+    pub fn why_unknown(&self, key: &str) -> &str {
+        let fact = if key == K8S_VERSION {
+            &self.k8s_version
+        } else {
+            &self.flavor
+        };
+        fact.as_ref().err().map_or("", String::as_str)
+    }
 }
 
 /// `compute-image-key` for one level against `os_images`, then the check that the key exists.
@@ -245,7 +275,10 @@ pub fn choose(
     let selector = match level.def.get("os_image_selector") {
         None | Some(Value::Null) => None,
         Some(Value::Mapping(m)) if m.is_empty() => None,
-        Some(Value::Mapping(m)) => Some(finalize(m, &facts.k8s_version, &facts.flavor)),
+        Some(Value::Mapping(m)) => match finalize(m, facts) {
+            Ok(selector) => Some(selector),
+            Err(key) => return Ok(Choice::Undecided(key)),
+        },
         Some(_) => {
             return Err(fail(
                 "os_image_selector is not a mapping".into(),
@@ -363,8 +396,8 @@ opensuse-15-6-plain-rke2-1-31-8: {os: opensuse, os-release: '15.6', flavor: plai
 
     fn facts() -> ClusterFacts {
         ClusterFacts {
-            k8s_version: "v1.31.8+rke2r1".into(),
-            flavor: "rke2".into(),
+            k8s_version: Ok("v1.31.8+rke2r1".into()),
+            flavor: Ok("rke2".into()),
         }
     }
 
@@ -378,13 +411,36 @@ opensuse-15-6-plain-rke2-1-31-8: {os: opensuse, os-release: '15.6', flavor: plai
 
     #[test]
     fn finalize_injects_version_and_flavor_unless_set() {
-        let s = finalize(&map("os: ubuntu"), "v1.31.8+rke2r1", "rke2");
+        let s = finalize(&map("os: ubuntu"), &facts()).unwrap();
         assert_eq!(
             s,
             map("k8s-version: '1.31.8\\+rke2r1'\nk8s-flavor: rke2\nos: ubuntu\n")
         );
-        let s = finalize(&map("k8s-version: 1.30.*"), "v1.31.8", "kubeadm");
+        let kubeadm = ClusterFacts {
+            k8s_version: Ok("v1.31.8".into()),
+            flavor: Ok("kubeadm".into()),
+        };
+        let s = finalize(&map("k8s-version: 1.30.*"), &kubeadm).unwrap();
         assert_eq!(s.get("k8s-version"), Some(&Value::from("1.30.*")));
+        // Unknown facts: the selector's own keys stand in; otherwise the key is reported.
+        let unknown = ClusterFacts {
+            k8s_version: Err("k8s_version is a template".into()),
+            flavor: Err("no bootstrap provider".into()),
+        };
+        assert_eq!(
+            finalize(
+                &map("{k8s-version: '1\\.31\\..*', k8s-flavor: rke2}"),
+                &unknown
+            )
+            .unwrap(),
+            map("{k8s-version: '1\\.31\\..*', k8s-flavor: rke2}")
+        );
+        assert_eq!(finalize(&map("os: ubuntu"), &unknown), Err(K8S_VERSION));
+        assert_eq!(
+            finalize(&map("k8s-version: '1\\.31\\..*'"), &unknown),
+            Err(K8S_FLAVOR)
+        );
+        assert_eq!(unknown.why_unknown(K8S_FLAVOR), "no bootstrap provider");
     }
 
     #[test]
@@ -425,8 +481,8 @@ opensuse-15-6-plain-rke2-1-31-8: {os: opensuse, os-release: '15.6', flavor: plai
             choose(&level("os_image_selector: {os: debian}"), &images, &facts()).unwrap_err();
         assert_eq!(none.candidates.len(), 3);
         let other_version = ClusterFacts {
-            k8s_version: "v1.30.12+rke2r1".into(),
-            flavor: "rke2".into(),
+            k8s_version: Ok("v1.30.12+rke2r1".into()),
+            flavor: Ok("rke2".into()),
         };
         assert!(
             choose(
@@ -447,6 +503,37 @@ opensuse-15-6-plain-rke2-1-31-8: {os: opensuse, os-release: '15.6', flavor: plai
             choose(&level("{}"), &images, &facts()).unwrap(),
             Choice::Unset
         );
+        // Without k8s_version, a selector that pins k8s-version still picks its image.
+        let no_version = ClusterFacts {
+            k8s_version: Err("unknown".into()),
+            flavor: Ok("rke2".into()),
+        };
+        let pinned = choose(
+            &level("os_image_selector: {os: opensuse, k8s-version: '1\\.31\\..*'}"),
+            &images,
+            &no_version,
+        )
+        .unwrap();
+        assert!(
+            matches!(pinned, Choice::Key { ref key, .. } if key == "opensuse-15-6-plain-rke2-1-31-8")
+        );
+        assert_eq!(
+            choose(
+                &level("os_image_selector: {os: opensuse}"),
+                &images,
+                &no_version
+            )
+            .unwrap(),
+            Choice::Undecided(K8S_VERSION)
+        );
+        assert!(matches!(
+            choose(
+                &level("image_key: ubuntu-noble-plain-rke2-1-31-8"),
+                &images,
+                &no_version
+            ),
+            Ok(Choice::Key { .. })
+        ));
         assert!(choose(&level("image_key: nope"), &images, &facts()).is_err());
         let bad_key = choose(
             &level("os_image_selector: {distro: ubuntu}"),

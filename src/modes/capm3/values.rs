@@ -138,28 +138,50 @@ fn set_path(root: &mut Mapping, path: &str, value: Value) {
     }
 }
 
+/// The sylva-units values of one release, and where they were read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SylvaValues {
+    /// The values.
+    pub root: Mapping,
+    /// The item and field, for messages (`ConfigMap wc1/sylva-units-values data.values`).
+    pub origin: String,
+    /// Position of the item.
+    pub index: usize,
+    /// Field holding the values (`data.values`, `spec.values`).
+    pub field: String,
+}
+
 /// The sylva-units values of the release in `namespace`, from the items sylva-units and its
 /// environment packages carry: Secret `sylva-units-values` (the chart's own dump, key `values`),
 /// ConfigMap `sylva-units-values` (the environment values, key `values`, else `values.yaml`),
-/// HelmRelease `sylva-units` (`spec.values`). Returns the values and where they were read.
+/// HelmRelease `sylva-units` (`spec.values`).
 pub fn sylva_values(
     items: &[Value],
     inputs: &Inputs,
     namespace: Option<&str>,
-) -> Result<Option<(Mapping, String)>, KrmResult> {
-    let describe = |item: &Value, field: &str| match item.namespace() {
-        Some(ns) => format!("{} {ns}/{} {field}", item.kind(), item.name()),
-        None => format!("{} {} {field}", item.kind(), item.name()),
+) -> Result<Option<SylvaValues>, KrmResult> {
+    let found = |index: usize, root: Mapping, field: String| {
+        let item = &items[index];
+        let origin = match item.namespace() {
+            Some(ns) => format!("{} {ns}/{} {field}", item.kind(), item.name()),
+            None => format!("{} {} {field}", item.kind(), item.name()),
+        };
+        Some(SylvaValues {
+            root,
+            origin,
+            index,
+            field,
+        })
     };
     if let Some(index) = inputs.secret(namespace, SYLVA_UNITS_VALUES)
         && let Some(doc) = read_document(&items[index], index, "values")?
     {
-        return Ok(Some((doc.root, describe(&items[index], &doc.field))));
+        return Ok(found(index, doc.root, doc.field));
     }
     if let Some(index) = inputs.config_map(namespace, SYLVA_UNITS_VALUES) {
         for key in ["values", "values.yaml"] {
             if let Some(doc) = read_document(&items[index], index, key)? {
-                return Ok(Some((doc.root, describe(&items[index], &doc.field))));
+                return Ok(found(index, doc.root, doc.field));
             }
         }
     }
@@ -170,7 +192,7 @@ pub fn sylva_values(
             && item.namespace() == namespace
             && let Some(Value::Mapping(values)) = item.get("spec").and_then(|s| s.get("values"))
         {
-            return Ok(Some((values.clone(), describe(item, "spec.values"))));
+            return Ok(found(index, values.clone(), "spec.values".into()));
         }
     }
     Ok(None)

@@ -86,6 +86,9 @@ pub struct Wiring {
     pub desired_refs: Vec<ValuesReference>,
     /// Position of (A) and (B) in `desired`.
     pub positions: (usize, usize),
+    /// The input does not reference (B) and `desired` does: the fix would make the HelmRelease
+    /// depend on a ConfigMap it did not read before.
+    pub adds_served: bool,
 }
 
 /// Checks the entries (`raw` as written, `refs` typed) of one HelmRelease in `context`.
@@ -252,6 +255,7 @@ pub fn check(raw: &[Value], refs: &[ValuesReference], names: &Names, context: Co
     } else {
         (a, b)
     };
+    let adds_served = !refs.iter().any(|r| names.role(r) == Role::Served);
     let desired = slots
         .iter()
         .map(|(i, r)| match i {
@@ -264,6 +268,7 @@ pub fn check(raw: &[Value], refs: &[ValuesReference], names: &Names, context: Co
         desired,
         desired_refs: slots.into_iter().map(|(_, r)| r).collect(),
         positions: (a, b),
+        adds_served,
     }
 }
 
@@ -297,6 +302,7 @@ mod tests {
         assert!(w.findings.is_empty(), "{:?}", w.findings);
         assert_eq!(w.desired, serde_yaml::from_str::<Vec<Value>>(&src).unwrap());
         assert_eq!(w.positions, (1, 2));
+        assert!(!w.adds_served);
         let src = format!(
             "[{SECRET}, {{kind: ConfigMap, name: os-images-info}}, {{kind: ConfigMap, name: capm3-os-image-server-os-images}}]"
         );
@@ -320,6 +326,10 @@ mod tests {
         );
         assert_eq!(w.findings.len(), 1);
         assert!(w.findings[0].fixable && w.findings[0].is_error());
+        assert!(
+            w.adds_served,
+            "the legacy entry is replaced by (A) and a new (B)"
+        );
     }
 
     #[test]
@@ -376,6 +386,7 @@ mod tests {
             ]
         );
         assert_eq!(w.positions, (1, 2));
+        assert!(!w.adds_served, "(B) was there, only moved");
     }
 
     #[test]
