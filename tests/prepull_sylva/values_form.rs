@@ -6,6 +6,10 @@
 
 use super::*;
 
+/// `units.metallb.depends_on.metallb-image-prepull`: true only when the unit is enabled (the form
+/// sylva-core uses for a dependency on a unit that may be off, e.g. metallb on monitoring-crd).
+const DEPENDS_ON: &str = "{{ tuple . \"metallb-image-prepull\" | include \"unit-enabled\" }}";
+
 /// The `values` text of the sylva-units-values ConfigMap, parsed.
 fn configmap_values(list: &Value) -> Value {
     yaml(
@@ -24,6 +28,13 @@ fn the_sylva_values_unit_is_one_sylva_units_accepts() {
     let instance = serde_json::to_value(unit).unwrap();
     json_schema::validate(&schema, &defs, &instance).unwrap_or_else(|e| panic!("{e:#?}"));
     assert_eq!(unit["repo"], "platform-config");
+    // Enabled exactly when sylva-units enables metallb, and only on an upgrade.
+    assert_eq!(
+        unit["enabled_conditions"],
+        yaml(
+            r#"['{{ tuple . "metallb" | include "unit-enabled" }}', '{{ .Values._internal.state.is_upgrade }}']"#
+        )
+    );
     assert_eq!(
         unit["kustomization_spec"]["path"],
         "./environment-values/mgmt/metallb-image-prepull"
@@ -33,7 +44,7 @@ fn the_sylva_values_unit_is_one_sylva_units_accepts() {
     assert_eq!(unit["kustomization_spec"]["healthChecks"][0]["name"], job);
     assert_eq!(
         values["units"]["metallb"]["depends_on"]["metallb-image-prepull"],
-        true
+        DEPENDS_ON
     );
     // The repo names a source_templates entry of the values (sylva-units makes the sourceRef).
     assert_eq!(
@@ -105,7 +116,7 @@ fn sylva_values_in_a_secret_go_back_as_base64_and_come_out_again() {
     let values = unbase64(&secret["data"]["secrets"]);
     assert_eq!(
         values["units"]["metallb"]["depends_on"]["metallb-image-prepull"],
-        true
+        DEPENDS_ON
     );
     assert!(values["units"]["metallb-image-prepull"].is_mapping());
     // The ConfigMap that was not the source is left alone.
@@ -143,7 +154,7 @@ fn sylva_values_in_secret_string_data_go_back_as_text_and_come_out_again() {
     let values = yaml(&written);
     assert_eq!(
         values["units"]["metallb"]["depends_on"]["metallb-image-prepull"],
-        true
+        DEPENDS_ON
     );
     assert!(values["units"]["metallb-image-prepull"].is_mapping());
     // Edited line by line: the comments stay, and every line of the input is still there.
@@ -199,10 +210,12 @@ fn values_that_cannot_be_written_back_are_refused() {
 fn switching_output_forms_moves_the_unit_without_leaving_a_dangling_dependency() {
     // Rendered first, with the values also present as the ConfigMap an operator deploys from.
     let mut list = source("prepull-upgrade-native-bgp");
-    let values_text = serde_yaml::to_string(&unbase64(
-        &find(&list, "Secret", "sylva-units-values")["data"]["values"],
-    ))
-    .unwrap();
+    let mut values = unbase64(&find(&list, "Secret", "sylva-units-values")["data"]["values"]);
+    // The repository the values form names must be one of its source_templates.
+    values["source_templates"] = yaml(
+        "{platform-config: {kind: GitRepository, spec: {url: https://git.example.net/p.git, ref: {branch: main}}}}",
+    );
+    let values_text = serde_yaml::to_string(&values).unwrap();
     let mut cm = yaml(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sylva-units-values\n  namespace: sylva-system\n  annotations:\n    config.kubernetes.io/path: environment-values/values.yaml\n    internal.config.kubernetes.io/path: environment-values/values.yaml\ndata: {}\n",
     );
