@@ -269,3 +269,63 @@ fn switching_output_forms_moves_the_unit_without_leaving_a_dangling_dependency()
     );
     assert_eq!(generated(&back).len(), 7);
 }
+
+/// The example's values with other CAPI providers (the lines `infra_provider`/`bootstrap_provider`
+/// are at indentation 4 of the values text).
+fn with_providers(list: Value, infra: &str, bootstrap: &str) -> Value {
+    edit_item(list, "ConfigMap", "sylva-units-values", |cm| {
+        let text: String = cm["data"]["values"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .map(|l| match l.trim_start().split_once(": ") {
+                Some(("infra_provider", _)) => format!("    infra_provider: {infra}\n"),
+                Some(("bootstrap_provider", _)) => format!("    bootstrap_provider: {bootstrap}\n"),
+                _ => format!("{l}\n"),
+            })
+            .collect();
+        cm["data"]["values"] = text.into();
+    })
+}
+
+#[test]
+fn the_gate_follows_metallbs_enabled_conditions_as_sylva_units_evaluates_them() {
+    // capo + kubeadm: the chart's condition (capd or cabpr) disables metallb, so no unit.
+    let capo = with_providers(source("prepull-sylva-values"), "capo", "cabpk");
+    let out = ok(&capo);
+    assert_eq!(items(&out), items(&capo), "nothing written");
+    let metallb = out["results"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|r| r["tags"]["check"] == "metallb")
+        .unwrap();
+    let message = metallb["message"].as_str().unwrap();
+    assert!(message.contains("not met"), "{message}");
+    assert!(
+        message.contains("the chart's enabled_conditions[0] is false"),
+        "{message}"
+    );
+    // capd + kubeadm enables it again.
+    let capd = with_providers(source("prepull-sylva-values"), "capd", "cabpk");
+    let opened = ok(&capd);
+    assert!(configmap_values(&opened)["units"]["metallb-image-prepull"].is_mapping());
+    // A provider change on values that already hold the unit takes it out again, with the
+    // dependency, back to the text as it was.
+    let moved = with_providers(opened, "capo", "cabpk");
+    let closed = ok(&moved);
+    assert_eq!(
+        find(&closed, "ConfigMap", "sylva-units-values")["data"]["values"],
+        find(&capo, "ConfigMap", "sylva-units-values")["data"]["values"]
+    );
+    // The deployment's own conditions replace the chart's (Helm replaces lists).
+    let own = edit_item(capo, "ConfigMap", "sylva-units-values", |cm| {
+        let text = cm["data"]["values"].as_str().unwrap().replace(
+            "\nunits:\n",
+            "\nunits:\n  metallb:\n    enabled_conditions:\n    - '{{ .Values.cluster.capi_providers.infra_provider | eq \"capo\" }}'\n",
+        );
+        cm["data"]["values"] = text.into();
+    });
+    let out = ok(&own);
+    assert!(configmap_values(&out)["units"]["metallb-image-prepull"].is_mapping());
+}

@@ -330,6 +330,8 @@ pub fn remove(
     let units = root.get_mut(UNITS)?.as_mapping_mut()?;
     match units.get(UNIT) {
         None => return None,
+        // The mode refuses such values up front (check_no_foreign_unit); this keeps `remove`
+        // from ever deleting someone else's unit on its own.
         Some(unit) if !is_ours(unit) => {
             out.push(
                 KrmResult::info(format!(
