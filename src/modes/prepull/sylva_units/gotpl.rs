@@ -163,9 +163,13 @@ fn lex(src: &str) -> Result<Vec<Tok>, String> {
 /// The functions the evaluator implements.
 const KNOWN: [&str; 7] = ["and", "or", "not", "eq", "ne", "tuple", "include"];
 
+/// Parentheses deeper than this are refused (no upstream condition nests more than 3).
+const MAX_NESTING: usize = 32;
+
 struct Parser<'e> {
     toks: Vec<Tok>,
     pos: usize,
+    depth: usize,
     env: &'e dyn Env,
 }
 
@@ -210,7 +214,12 @@ impl Parser<'_> {
         self.pos += 1;
         match tok {
             Tok::Open => {
+                self.depth += 1;
+                if self.depth > MAX_NESTING {
+                    return Err(format!("parentheses nested deeper than {MAX_NESTING}"));
+                }
                 let v = self.pipeline()?;
+                self.depth -= 1;
                 if self.toks.get(self.pos) != Some(&Tok::Close) {
                     return Err("unbalanced parenthesis".into());
                 }
@@ -297,7 +306,12 @@ pub fn eval(expr: &str, env: &dyn Env) -> Result<Val, String> {
             return Err(format!("function {name:?} is not modelled"));
         }
     }
-    let mut p = Parser { toks, pos: 0, env };
+    let mut p = Parser {
+        toks,
+        pos: 0,
+        depth: 0,
+        env,
+    };
     let v = p.pipeline()?;
     if p.pos != p.toks.len() {
         return Err("tokens left after the expression".into());
@@ -358,7 +372,7 @@ mod tests {
 
     #[test]
     fn unknown_forms_are_refused() {
-        for text in [
+        for text in &[
             "{{ .Values.metallb | dig \"bgp_lbs\" dict | empty }}",
             "{{ $x := 1 }}",
             "{{ include \"other\" . }}",
@@ -366,6 +380,11 @@ mod tests {
             "{{ true }}{{ false }}",
             "{{ eq .Values.flag \"true\" }}",
             "{{ (true }}",
+            &format!(
+                "{{{{ {}true{} }}}}",
+                "(".repeat(100_000),
+                ")".repeat(100_000)
+            ),
         ] {
             assert!(run(text).is_err(), "{text}");
         }

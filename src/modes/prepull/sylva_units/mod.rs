@@ -117,6 +117,8 @@ pub struct Verdict {
 
 struct Model<'v> {
     root: &'v Mapping,
+    /// How many `unit-enabled` calls enclose this evaluation.
+    depth: usize,
     /// Chart defaults used in place of values absent from the document, for the evidence.
     defaults_used: std::cell::RefCell<Vec<String>>,
 }
@@ -164,7 +166,13 @@ impl Env for Model<'_> {
     }
 
     fn unit_enabled(&self, unit: &str) -> Result<bool, String> {
-        unit_enabled(self.root, unit)
+        // A condition of metallb that asks whether metallb is enabled never ends in Helm either.
+        if self.depth >= 1 {
+            return Err(format!(
+                "unit-enabled of {unit} inside {unit}'s own conditions recurses without end"
+            ));
+        }
+        unit_enabled_at(self.root, unit, self.depth + 1)
             .map(|v| v.enabled)
             .map_err(|r| format!("unit-enabled of {unit}: {} ({})", r.message, r.path))
     }
@@ -204,8 +212,13 @@ fn as_bool(model: &Model<'_>, value: &Value, path: &str) -> Result<bool, Refusal
 /// The helper `unit-enabled` for `unit`, on the values read plus the modelled chart defaults.
 /// Only `metallb` is modelled (its chart definition is known); other units are refused.
 pub fn unit_enabled(root: &Mapping, unit: &str) -> Result<Verdict, Refusal> {
+    unit_enabled_at(root, unit, 0)
+}
+
+fn unit_enabled_at(root: &Mapping, unit: &str, depth: usize) -> Result<Verdict, Refusal> {
     let model = Model {
         root,
+        depth,
         defaults_used: Default::default(),
     };
     let at = |key: &str| format!("units.{unit}.{key}");

@@ -103,6 +103,12 @@ fn unknown_forms_are_refused_with_their_path() {
         "{}",
         r.message
     );
+    let r = unit_enabled(
+        &root("units: {metallb: {enabled_conditions: ['{{ tuple . \"metallb\" | include \"unit-enabled\" }}']}}"),
+        METALLB,
+    )
+    .unwrap_err();
+    assert!(r.message.contains("recurses without end"), "{}", r.message);
     let r = unit_enabled(&root("units: {metallb: {enabled: 'yes'}}"), METALLB).unwrap_err();
     assert_eq!(r.path, "units.metallb.enabled");
     assert!(r.message.contains("cannot cast"), "{}", r.message);
