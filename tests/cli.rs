@@ -566,16 +566,13 @@ fn stderr_line(r: &Value) -> String {
 }
 
 /// The input of an example with a warning of each mode, by mode. The prepull examples have no
-/// warning: a Kustomization named like the unit that cutover did not write is one.
+/// warning: `bgpSessionCheck` on the Sylva path (ignored there) is one.
 fn warning_examples() -> Vec<(&'static str, Value)> {
-    let mut prepull = common::example_source("prepull-upgrade-native-bgp");
-    let theirs = common::find(&prepull, "Kustomization", "cluster-vip");
-    let theirs = serde_yaml::to_string(theirs)
-        .unwrap()
-        .replace("cluster-vip", "metallb-image-prepull")
-        .replace("index: '3'", "index: '9'");
-    let theirs = common::yaml(&theirs);
-    prepull["items"].as_sequence_mut().unwrap().push(theirs);
+    let prepull = common::with_spec(
+        common::example_source("prepull-upgrade-native-bgp"),
+        "bgpSessionCheck",
+        common::yaml("{timeout: 5m}"),
+    );
     vec![
         ("metallb-image-prepull", prepull),
         ("load-balancer-announcer", etp_local_accepted()),

@@ -6,6 +6,10 @@
 
 use super::*;
 
+/// `units.metallb.depends_on.metallb-image-prepull`: true only when the unit is enabled (the form
+/// sylva-core uses for a dependency on a unit that may be off, e.g. metallb on monitoring-crd).
+const DEPENDS_ON: &str = "{{ tuple . \"metallb-image-prepull\" | include \"unit-enabled\" }}";
+
 /// The `values` text of the sylva-units-values ConfigMap, parsed.
 fn configmap_values(list: &Value) -> Value {
     yaml(
@@ -24,6 +28,13 @@ fn the_sylva_values_unit_is_one_sylva_units_accepts() {
     let instance = serde_json::to_value(unit).unwrap();
     json_schema::validate(&schema, &defs, &instance).unwrap_or_else(|e| panic!("{e:#?}"));
     assert_eq!(unit["repo"], "platform-config");
+    // Enabled exactly when sylva-units enables metallb, and only on an upgrade.
+    assert_eq!(
+        unit["enabled_conditions"],
+        yaml(
+            r#"['{{ tuple . "metallb" | include "unit-enabled" }}', '{{ .Values._internal.state.is_upgrade }}']"#
+        )
+    );
     assert_eq!(
         unit["kustomization_spec"]["path"],
         "./environment-values/mgmt/metallb-image-prepull"
@@ -33,7 +44,7 @@ fn the_sylva_values_unit_is_one_sylva_units_accepts() {
     assert_eq!(unit["kustomization_spec"]["healthChecks"][0]["name"], job);
     assert_eq!(
         values["units"]["metallb"]["depends_on"]["metallb-image-prepull"],
-        true
+        DEPENDS_ON
     );
     // The repo names a source_templates entry of the values (sylva-units makes the sourceRef).
     assert_eq!(
@@ -105,7 +116,7 @@ fn sylva_values_in_a_secret_go_back_as_base64_and_come_out_again() {
     let values = unbase64(&secret["data"]["secrets"]);
     assert_eq!(
         values["units"]["metallb"]["depends_on"]["metallb-image-prepull"],
-        true
+        DEPENDS_ON
     );
     assert!(values["units"]["metallb-image-prepull"].is_mapping());
     // The ConfigMap that was not the source is left alone.
@@ -143,7 +154,7 @@ fn sylva_values_in_secret_string_data_go_back_as_text_and_come_out_again() {
     let values = yaml(&written);
     assert_eq!(
         values["units"]["metallb"]["depends_on"]["metallb-image-prepull"],
-        true
+        DEPENDS_ON
     );
     assert!(values["units"]["metallb-image-prepull"].is_mapping());
     // Edited line by line: the comments stay, and every line of the input is still there.
@@ -199,10 +210,12 @@ fn values_that_cannot_be_written_back_are_refused() {
 fn switching_output_forms_moves_the_unit_without_leaving_a_dangling_dependency() {
     // Rendered first, with the values also present as the ConfigMap an operator deploys from.
     let mut list = source("prepull-upgrade-native-bgp");
-    let values_text = serde_yaml::to_string(&unbase64(
-        &find(&list, "Secret", "sylva-units-values")["data"]["values"],
-    ))
-    .unwrap();
+    let mut values = unbase64(&find(&list, "Secret", "sylva-units-values")["data"]["values"]);
+    // The repository the values form names must be one of its source_templates.
+    values["source_templates"] = yaml(
+        "{platform-config: {kind: GitRepository, spec: {url: https://git.example.net/p.git, ref: {branch: main}}}}",
+    );
+    let values_text = serde_yaml::to_string(&values).unwrap();
     let mut cm = yaml(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sylva-units-values\n  namespace: sylva-system\n  annotations:\n    config.kubernetes.io/path: environment-values/values.yaml\n    internal.config.kubernetes.io/path: environment-values/values.yaml\ndata: {}\n",
     );
@@ -255,4 +268,64 @@ fn switching_output_forms_moves_the_unit_without_leaving_a_dangling_dependency()
             .is_none()
     );
     assert_eq!(generated(&back).len(), 7);
+}
+
+/// The example's values with other CAPI providers (the lines `infra_provider`/`bootstrap_provider`
+/// are at indentation 4 of the values text).
+fn with_providers(list: Value, infra: &str, bootstrap: &str) -> Value {
+    edit_item(list, "ConfigMap", "sylva-units-values", |cm| {
+        let text: String = cm["data"]["values"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .map(|l| match l.trim_start().split_once(": ") {
+                Some(("infra_provider", _)) => format!("    infra_provider: {infra}\n"),
+                Some(("bootstrap_provider", _)) => format!("    bootstrap_provider: {bootstrap}\n"),
+                _ => format!("{l}\n"),
+            })
+            .collect();
+        cm["data"]["values"] = text.into();
+    })
+}
+
+#[test]
+fn the_gate_follows_metallbs_enabled_conditions_as_sylva_units_evaluates_them() {
+    // capo + kubeadm: the chart's condition (capd or cabpr) disables metallb, so no unit.
+    let capo = with_providers(source("prepull-sylva-values"), "capo", "cabpk");
+    let out = ok(&capo);
+    assert_eq!(items(&out), items(&capo), "nothing written");
+    let metallb = out["results"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|r| r["tags"]["check"] == "metallb")
+        .unwrap();
+    let message = metallb["message"].as_str().unwrap();
+    assert!(message.contains("not met"), "{message}");
+    assert!(
+        message.contains("the chart's enabled_conditions[0] is false"),
+        "{message}"
+    );
+    // capd + kubeadm enables it again.
+    let capd = with_providers(source("prepull-sylva-values"), "capd", "cabpk");
+    let opened = ok(&capd);
+    assert!(configmap_values(&opened)["units"]["metallb-image-prepull"].is_mapping());
+    // A provider change on values that already hold the unit takes it out again, with the
+    // dependency, back to the text as it was.
+    let moved = with_providers(opened, "capo", "cabpk");
+    let closed = ok(&moved);
+    assert_eq!(
+        find(&closed, "ConfigMap", "sylva-units-values")["data"]["values"],
+        find(&capo, "ConfigMap", "sylva-units-values")["data"]["values"]
+    );
+    // The deployment's own conditions replace the chart's (Helm replaces lists).
+    let own = edit_item(capo, "ConfigMap", "sylva-units-values", |cm| {
+        let text = cm["data"]["values"].as_str().unwrap().replace(
+            "\nunits:\n",
+            "\nunits:\n  metallb:\n    enabled_conditions:\n    - '{{ .Values.cluster.capi_providers.infra_provider | eq \"capo\" }}'\n",
+        );
+        cm["data"]["values"] = text.into();
+    });
+    let out = ok(&own);
+    assert!(configmap_values(&out)["units"]["metallb-image-prepull"].is_mapping());
 }

@@ -101,6 +101,11 @@ pub struct MetalLBImagePrepullSpec {
     /// `promotedFrom: warning`), so the run exits 1 and no item is changed; for pipelines where
     /// nobody reads warnings (they also go to stderr).
     pub fail_on_warnings: bool,
+    /// `output: rendered` with a `sylva-units` HelmRelease among the items: `true` accepts a
+    /// one-off edit of what that release renders (its next upgrade, or helm-controller's drift
+    /// correction, puts metallb's `dependsOn` back without the unit). Without it such a run is an
+    /// error pointing at `output: sylva-values`.
+    pub accept_edits_to_sylva_units_release: bool,
 }
 
 /// `bgpSessionCheck`: evidence after the switch that frr-k8s' BGP sessions came back.
@@ -145,6 +150,7 @@ impl Default for MetalLBImagePrepullSpec {
             removed_source_ref: None,
             removed_path: None,
             fail_on_warnings: false,
+            accept_edits_to_sylva_units_release: false,
             from_chart_version: None,
             to_chart_version: None,
             bgp_session_check: None,

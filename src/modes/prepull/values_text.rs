@@ -225,6 +225,20 @@ mod tests {
     }
 
     #[test]
+    fn a_dependency_value_is_replaced_in_place() {
+        // An earlier unconditional dependency becomes the conditional template.
+        let doc = "units:\n  metallb:\n    # waits for the pre-pull\n    depends_on:\n      x: true  # old\n      y: true\n";
+        let mut new = tree(doc);
+        new["units"]["metallb"]["depends_on"]["x"] =
+            "{{ tuple . \"x\" | include \"unit-enabled\" }}".into();
+        let (text, kept) = write(doc, &new, &[&["units", "metallb", "depends_on", "x"]]);
+        assert!(kept, "{text}");
+        assert!(text.contains("# waits for the pre-pull\n"), "{text}");
+        assert!(text.contains("      y: true\n"), "{text}");
+        assert_eq!(tree(&text), new);
+    }
+
+    #[test]
     fn what_it_cannot_prove_is_emitted_afresh() {
         let doc = "units: {monitoring: {enabled: true}}  # flow\n";
         let mut new = tree(doc);

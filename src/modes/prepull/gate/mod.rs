@@ -8,7 +8,9 @@ mod bgp;
 use serde_yaml::Value;
 
 use super::config::{MetalLBImagePrepullSpec, Output, UpgradeMode};
+use super::config_field;
 use super::inputs::{Inputs, STATUS_NAME};
+use super::sylva_units;
 use super::values::{Origin, SylvaValues, type_name};
 use crate::krm::{KrmObject, KrmResult};
 
@@ -111,7 +113,7 @@ pub fn evaluate(
     values: &SylvaValues,
     fc: Option<&Value>,
 ) -> Result<Gate, KrmResult> {
-    let metallb = metallb_enabled(spec, items, inputs, values)?;
+    let metallb = metallb_enabled(spec, items, inputs, values, fc)?;
     let upgrade = upgrade(spec, items, inputs, values);
     let (bgp, case) = bgp::condition(items, inputs, values, fc)?;
     Ok(Gate {
@@ -228,17 +230,53 @@ fn upgrade(
     }
 }
 
+/// The error for a values form the sylva-units model cannot evaluate: on the values item (the
+/// path inside a HelmRelease's `spec.values`, else the data key), or on `spec.values`.
+fn refusal(
+    r: sylva_units::Refusal,
+    items: &[Value],
+    values: &SylvaValues,
+    fc: Option<&Value>,
+) -> KrmResult {
+    let message = format!(
+        "cannot tell whether sylva-units enables metallb: {} {} (cutover evaluates metallb's enabled_conditions as \
+         sylva-units' unit-enabled helper does, for the forms sylva-core uses); write it in one of those forms, or give \
+         the value it reads in {}",
+        r.path,
+        r.message,
+        values.describe(items)
+    );
+    match &values.origin {
+        Origin::Inline => {
+            let e =
+                KrmResult::error(message).field(config_field(fc, &format!("values.{}", r.path)));
+            match fc {
+                Some(fc) => e.about(fc),
+                None => e,
+            }
+        }
+        Origin::Item { index, field } => {
+            let path = if field == "spec.values" {
+                format!("{field}.{}", r.path)
+            } else {
+                field.clone()
+            };
+            KrmResult::error(message).about(&items[*index]).field(path)
+        }
+    }
+}
+
 fn metallb_enabled(
     spec: &MetalLBImagePrepullSpec,
     items: &[Value],
     inputs: &Inputs,
     values: &SylvaValues,
+    fc: Option<&Value>,
 ) -> Result<(Condition, Option<usize>), KrmResult> {
     let name = &spec.kustomization;
-    let disabled = values
-        .get(&["units", "metallb", "enabled"])
-        .and_then(as_bool)
-        == Some(false);
+    let verdict = sylva_units::unit_enabled(&values.root, sylva_units::METALLB)
+        .map_err(|r| refusal(r, items, values, fc))?;
+    let enabled = &verdict.evidence;
     let gated = match inputs.gated.as_slice() {
         [] => None,
         [index] => Some(*index),
@@ -273,10 +311,12 @@ fn metallb_enabled(
             }
         }
     }
-    let condition = if disabled {
+    let condition = if !verdict.enabled {
         Condition {
             met: false,
-            evidence: "MetalLB is disabled: units.metallb.enabled is false".into(),
+            evidence: format!(
+                "MetalLB is disabled, as sylva-units' unit-enabled evaluates it: {enabled}"
+            ),
             about: gated,
         }
     } else if gated.is_none() && spec.output == Output::SylvaValues {
@@ -285,8 +325,8 @@ fn metallb_enabled(
         Condition {
             met: true,
             evidence: format!(
-                "units.metallb.enabled is not false (output: sylva-values, no rendered Kustomization {name} among the items: \
-                 sylva-units enables metallb by its enabled_conditions)"
+                "MetalLB enabled, as sylva-units' unit-enabled evaluates it: {enabled} (output: sylva-values, no rendered \
+                 Kustomization {name} among the items)"
             ),
             about: None,
         }
@@ -294,7 +334,8 @@ fn metallb_enabled(
         Condition {
             met: true,
             evidence: format!(
-                "units.metallb.enabled is not false (kustomize generator call: Kustomization {name} not checked)"
+                "MetalLB enabled, as sylva-units' unit-enabled evaluates it: {enabled} (kustomize generator call: \
+                 Kustomization {name} not checked)"
             ),
             about: None,
         }
@@ -302,7 +343,7 @@ fn metallb_enabled(
         Condition {
             met: true,
             evidence: format!(
-                "MetalLB enabled: Kustomization {}{} is among the items and units.metallb.enabled is not false",
+                "MetalLB enabled: Kustomization {}{} is among the items and sylva-units' unit-enabled gives true: {enabled}",
                 items[index]
                     .namespace()
                     .map(|ns| format!("{ns}/"))
