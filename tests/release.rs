@@ -61,6 +61,7 @@ fn platform(services: usize, config: Config, seed: u64) -> String {
         config,
         seed,
         observed: false,
+        pass_through: 0,
     })
 }
 

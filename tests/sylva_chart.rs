@@ -362,3 +362,107 @@ spec:
         assert_eq!(ours["spec"][field], theirs["spec"][field], "spec.{field}");
     }
 }
+/// No prepull object renders, and nothing waits for one.
+fn assert_no_unit(objects: &[Value]) {
+    assert!(kustomization(objects, UNIT).is_none(), "{UNIT} renders");
+    for k in objects.iter().filter(|o| o["kind"] == "Kustomization") {
+        assert!(
+            !depends_on(k).iter().any(|d| d == UNIT),
+            "{} waits for {UNIT}",
+            k["metadata"]["name"].as_str().unwrap()
+        );
+    }
+}
+
+/// Every Kustomization that applies to or checks `metallb-system` comes with the metallb unit,
+/// whose HelmRelease creates that namespace (`install.createNamespace`): nothing else does.
+fn assert_metallb_system_is_created(objects: &[Value]) {
+    if kustomization(objects, "metallb").is_some() {
+        return;
+    }
+    for k in objects.iter().filter(|o| o["kind"] == "Kustomization") {
+        let text = serde_yaml::to_string(&k["spec"]).unwrap();
+        assert!(
+            !text.contains("metallb-system"),
+            "{} targets metallb-system, which nothing creates without the metallb unit",
+            k["metadata"]["name"].as_str().unwrap()
+        );
+    }
+}
+
+#[test]
+fn sylva_values_unit_stays_out_of_a_fresh_install() {
+    let dir = tempfile::tempdir().unwrap();
+    let (values, _) = cutover_values(dir.path(), &[fixture("mgmt-bgp.values.yaml")]);
+    let objects = rendered(&mgmt_files(&values, dir.path(), false, &[]));
+    assert!(kustomization(&objects, "metallb").is_some());
+    assert_no_unit(&objects);
+}
+
+#[test]
+fn sylva_values_unit_stays_out_where_metallb_is_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let (values, _) = cutover_values(dir.path(), &[fixture("mgmt-bgp.values.yaml")]);
+    // The same values, reused on OpenStack with kubeadm: no metallb unit, so no prepull unit.
+    let capo = [
+        chart_file("test-values/capo-base/values.yaml"),
+        fixture("capo-kubeadm.values.yaml"),
+    ];
+    let objects = rendered(&mgmt_files(&values, dir.path(), true, &capo));
+    assert!(kustomization(&objects, "metallb").is_none());
+    assert_no_unit(&objects);
+    assert_metallb_system_is_created(&objects);
+}
+
+#[test]
+fn metallb_off_changes_no_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = [
+        fixture("mgmt-bgp.values.yaml"),
+        chart_file("test-values/capo-base/values.yaml"),
+        fixture("capo-kubeadm.values.yaml"),
+    ];
+    let (values, out) = cutover_values(dir.path(), &files);
+    assert_eq!(
+        std::fs::read_to_string(&values).unwrap(),
+        values_text(&files)
+    );
+    let results = serde_yaml::to_string(&out["results"]).unwrap();
+    assert!(results.contains("metallb"), "says why: {results}");
+    let objects = rendered(&mgmt_files(&values, dir.path(), true, &[]));
+    assert_no_unit(&objects);
+}
+
+/// A unit whose `repo` is no `source_templates` entry fails the whole sylva-units render (its
+/// `templates/sources.yaml`): cutover refuses such a `source.repo` before writing anything.
+#[test]
+fn a_repo_outside_source_templates_fails_the_chart_and_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (values, _) = cutover_values(dir.path(), &[fixture("mgmt-bgp.values.yaml")]);
+    let typo = std::fs::read_to_string(&values)
+        .unwrap()
+        .replace("repo: platform-config", "repo: platform-confg");
+    std::fs::write(&values, typo).unwrap();
+    let e = render(&mgmt_files(&values, dir.path(), true, &[]))
+        .expect_err("the chart refuses an unknown repo");
+    assert!(e.contains("source_templates"), "{e}");
+
+    let cm = values_configmap(&std::fs::read_to_string(fixture("mgmt-bgp.values.yaml")).unwrap());
+    let config = SYLVA_VALUES_CONFIG.replace("repo: platform-config", "repo: platform-confg");
+    let input = resource_list(&[&cm, HELM_RELEASE, STATUS], Some(&config));
+    let run = common::run_fn(input.as_bytes());
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let error = run
+        .results()
+        .into_iter()
+        .find(|r| r["severity"] == "error")
+        .expect("an error result");
+    assert_eq!(error["field"]["path"], "spec.source.repo", "{error:?}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("platform-config"),
+        "names the entries found: {error:?}"
+    );
+}

@@ -57,6 +57,7 @@ pub fn generated(setup: Setup, rng: &mut Rng) -> Base {
             config: Config::Prepull,
             seed,
             observed: false,
+            pass_through: 0,
         },
         _ => {
             let pools = 2 + rng.below(5);
@@ -73,6 +74,7 @@ pub fn generated(setup: Setup, rng: &mut Rng) -> Base {
                 },
                 seed,
                 observed: false,
+                pass_through: 0,
             }
         }
     };
