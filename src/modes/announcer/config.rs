@@ -51,6 +51,11 @@ pub struct LoadBalancerAnnouncerSpec {
     /// cutover must not fail every render of a platform nobody has started to move (why the plan
     /// reports its errors as warnings tagged `planSeverity: error`: gate a review on that tag).
     pub fail_on_warnings: bool,
+    /// Flux-orchestrated output (`announcer: cilium` only): instead of the one phase of
+    /// `phase`, write the three phases as payload directories applied by chained Flux
+    /// Kustomizations, each Ready only when its gate Job (`cutover verify`) passes. Needs the
+    /// `ObservedState` item. See `step` for the two commits it takes.
+    pub orchestrate: Option<super::orchestrate::Orchestrate>,
 }
 
 impl Default for LoadBalancerAnnouncerSpec {
@@ -64,6 +69,7 @@ impl Default for LoadBalancerAnnouncerSpec {
             accept_local_traffic_policy_change: false,
             cilium_operator_stopped: false,
             fail_on_warnings: false,
+            orchestrate: None,
         }
     }
 }
@@ -81,7 +87,7 @@ pub enum Announcer {
 /// The three steps of the cutover; each phase's output contains the previous ones. A single Flux
 /// apply creates before it prunes, so emitting Cilium's L2 policies and the MetalLB removal together
 /// would let both answer ARP for a while: the speaker is stopped in its own apply first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Phase {
     /// Phase 1 (no ARP change): add the Cilium pools (Cilium imports the Services' current IPs),
