@@ -87,7 +87,9 @@ pub enum Announcer {
 /// The three steps of the cutover; each phase's output contains the previous ones. A single Flux
 /// apply creates before it prunes, so emitting Cilium's L2 policies and the MetalLB removal together
 /// would let both answer ARP for a while: the speaker is stopped in its own apply first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Phase {
     /// Phase 1 (no ARP change): add the Cilium pools (Cilium imports the Services' current IPs),

@@ -168,10 +168,9 @@ pub fn place(items: &[Value], stages: &Stages) -> Placement {
             Some(_) => placement
                 .deferred
                 .push((index, "its phase cutover change".to_owned())),
-            None => placement.deferred.push((
-                index,
-                format!("its removal in phase {}", phase.as_str()),
-            )),
+            None => placement
+                .deferred
+                .push((index, format!("its removal in phase {}", phase.as_str()))),
         }
     }
     for (p, map) in stages.after.iter().enumerate() {
@@ -193,5 +192,9 @@ pub fn is_chain_object(item: &Value) -> bool {
 
 /// Marks an object as the chain's (regenerated on every run).
 pub fn mark_chain_object(item: &mut Value) {
-    set_annotation(item, crate::modes::prepull::GENERATED_BY, GENERATED_BY_CHAIN);
+    set_annotation(
+        item,
+        crate::modes::prepull::GENERATED_BY,
+        GENERATED_BY_CHAIN,
+    );
 }

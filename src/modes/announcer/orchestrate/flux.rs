@@ -68,7 +68,12 @@ pub fn unit_name(phase: Phase) -> String {
 }
 
 /// The Kustomization of `phase`, depending on `after` and health-checking `job`.
-pub fn unit(settings: &Settings, phase: Phase, after: Option<Phase>, job: &str) -> FluxKustomization {
+pub fn unit(
+    settings: &Settings,
+    phase: Phase,
+    after: Option<Phase>,
+    job: &str,
+) -> FluxKustomization {
     let source_ref = settings
         .source_ref
         .clone()
@@ -118,7 +123,10 @@ pub struct KustomizeFile {
 /// the package's own Kustomization never applies a phase.
 pub fn kustomize_file(name: &str, resources: Vec<String>) -> KustomizeFile {
     let mut metadata = meta(name, None);
-    metadata.annotations = Some(BTreeMap::from([(LOCAL_CONFIG.to_string(), "true".to_string())]));
+    metadata.annotations = Some(BTreeMap::from([(
+        LOCAL_CONFIG.to_string(),
+        "true".to_string(),
+    )]));
     KustomizeFile {
         api_version: "kustomize.config.k8s.io/v1beta1",
         kind: "Kustomization",

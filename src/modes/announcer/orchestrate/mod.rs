@@ -112,7 +112,8 @@ fn plan(
 }
 
 fn path_of(item: &Value) -> Option<&str> {
-    item.annotation(INTERNAL_PATH).or_else(|| item.annotation(PATH))
+    item.annotation(INTERNAL_PATH)
+        .or_else(|| item.annotation(PATH))
 }
 
 /// True when the item already lives in the payload directory (moved by an earlier run).
@@ -180,7 +181,11 @@ fn check_handed_over(
             .field(format!("metadata.annotations.{PRUNE}"))
         })
         .collect();
-    if errors.is_empty() { Ok(()) } else { Err(errors) }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
 }
 
 fn to_value<T: Serialize>(obj: &T) -> Value {
@@ -198,7 +203,13 @@ fn object_file(settings: &Settings, phase: Phase, item: &Value) -> String {
     name.push_str(item.name());
     let name: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     format!("{}/{}/{name}.yaml", settings.dir, phase.as_str())
 }
@@ -212,7 +223,10 @@ fn phase_of_dir(settings: &Settings, path: &str) -> Option<Phase> {
 /// The plan the gates read: the `ObservedState` item without orchestrator annotations.
 fn plan_text(observed_item: &Value) -> String {
     let mut item = observed_item.clone();
-    if let Some(Value::Mapping(a)) = item.get_mut("metadata").and_then(|m| m.get_mut("annotations")) {
+    if let Some(Value::Mapping(a)) = item
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("annotations"))
+    {
         a.retain(|k, _| {
             !k.as_str()
                 .is_some_and(crate::krm::annotations::is_orchestrator_annotation)

@@ -28,8 +28,14 @@ pub fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
         name: Some(name.to_owned()),
         namespace: namespace.map(str::to_owned),
         labels: Some(BTreeMap::from([
-            ("app.kubernetes.io/name".to_string(), super::NAME_PREFIX.to_string()),
-            ("app.kubernetes.io/managed-by".to_string(), "cutover".to_string()),
+            (
+                "app.kubernetes.io/name".to_string(),
+                super::NAME_PREFIX.to_string(),
+            ),
+            (
+                "app.kubernetes.io/managed-by".to_string(),
+                "cutover".to_string(),
+            ),
         ])),
         ..Default::default()
     }
@@ -106,7 +112,10 @@ pub fn access(settings: &Settings, plan_text: &str) -> Access {
         },
         plan: ConfigMap {
             metadata: meta(PLAN_CONFIGMAP, Some(ns)),
-            data: Some(BTreeMap::from([(PLAN_KEY.to_string(), plan_text.to_owned())])),
+            data: Some(BTreeMap::from([(
+                PLAN_KEY.to_string(),
+                plan_text.to_owned(),
+            )])),
             ..Default::default()
         },
     }

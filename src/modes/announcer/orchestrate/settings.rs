@@ -97,14 +97,18 @@ pub fn resolve(o: &Orchestrate, fc: Option<&Value>) -> Result<Settings, KrmResul
             let Some(source_ref) = s.source_ref.clone().filter(|r| !r.name.is_empty()) else {
                 return Err(fc_error(
                     fc,
-                    format!("orchestrate.source.sourceRef is required (kind and name), e.g. {EXAMPLE}"),
+                    format!(
+                        "orchestrate.source.sourceRef is required (kind and name), e.g. {EXAMPLE}"
+                    ),
                     "orchestrate.source.sourceRef",
                 ));
             };
             let Some(path) = s.path.clone() else {
                 return Err(fc_error(
                     fc,
-                    format!("orchestrate.source.path is required: where {dir}/ is inside the source, e.g. {EXAMPLE}"),
+                    format!(
+                        "orchestrate.source.path is required: where {dir}/ is inside the source, e.g. {EXAMPLE}"
+                    ),
                     "orchestrate.source.path",
                 ));
             };
