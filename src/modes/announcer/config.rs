@@ -55,7 +55,7 @@ pub struct LoadBalancerAnnouncerSpec {
     /// `phase`, write the three phases as payload directories applied by chained Flux
     /// Kustomizations, each Ready only when its gate Job (`cutover verify`) passes. Needs the
     /// `ObservedState` item. See `step` for the two commits it takes.
-    pub orchestrate: Option<super::orchestrate::Orchestrate>,
+    pub orchestrate: Option<Box<super::orchestrate::Orchestrate>>,
 }
 
 impl Default for LoadBalancerAnnouncerSpec {
