@@ -606,3 +606,48 @@ fn the_cutover_payload_before_stop_speaker_breaks_one_announcer() {
         "{r}"
     );
 }
+
+/// Rollback: reverting the whole chain commit after gate prepare takes the pins off and
+/// reverts Cilium's values (an operator restart); on 1.18.1 the restart race re-allocates an
+/// IP LB-IPAM already holds. Why the runbook rolls back to the prepare state and keeps its
+/// pins, pools and values, instead of reverting the chain commit.
+#[test]
+fn reverting_the_whole_chain_after_prepare_can_move_an_ip() {
+    let (case, version) = ("operator-restart", "1.18.1");
+    let live = load(case, "live.yaml");
+    let before = load(case, "before.yaml");
+    let mut items = before.clone();
+    items.push(observe(&live));
+    let handed = run_items(
+        &items,
+        &format!("  ciliumVersion: {version}\n  orchestrate: {{step: handover}}\n"),
+    );
+    let chain = run_items(
+        &handed,
+        &format!(
+            "  ciliumVersion: {version}\n  orchestrate:\n    step: chain\n    cutoverImage: r/cutover:1\n    source:\n      sourceRef: {{kind: GitRepository, name: platform}}\n      path: ./c\n"
+        ),
+    );
+    let p1 = applied(&before, &chain, &["prepare"]);
+    let p2 = applied(&before, &chain, &["prepare", "stop-speaker"]);
+    let p3 = applied(&before, &chain, &["prepare", "stop-speaker", "cutover"]);
+    let mut o = Options::new(CiliumVersion::parse(version).unwrap());
+    o.services_first = true;
+    let t1 = Transition::new(&live, &before, &p1, o.clone());
+    let revert =
+        Transition::from_snapshots(t1.settled(), snapshot(&p1), snapshot(&before), o.clone());
+    let r = explore(&revert);
+    assert!(
+        !r.of(cutover::modes::announcer::model::Invariant::IpKept)
+            .is_empty(),
+        "{r}"
+    );
+    // Going back from cutover to the prepare state (policies first, pins kept) keeps every IP
+    // and never has two announcers.
+    o.may_leave_unannounced = true;
+    let t2 = Transition::from_snapshots(t1.settled(), snapshot(&p1), snapshot(&p2), o.clone());
+    let t3 = Transition::from_snapshots(t2.settled(), snapshot(&p2), snapshot(&p3), o.clone());
+    let back = Transition::from_snapshots(t3.settled(), snapshot(&p3), snapshot(&p2), o);
+    let r = explore(&back);
+    assert!(r.violations.is_empty(), "{r}");
+}
