@@ -139,6 +139,9 @@ pub struct Placement {
     pub added: Vec<(Phase, Value)>,
     /// Changes left to the cleanup commit: (input index, what).
     pub deferred: Vec<(usize, String)>,
+    /// Objects two phases before cutover change: (input index, first phase, later phase).
+    /// One Kustomization applies an object, so the chain cannot stage them (refused).
+    pub split: Vec<(usize, Phase, Phase)>,
 }
 
 /// Gives every changed object to the first phase that changes it.
@@ -163,6 +166,12 @@ pub fn place(items: &[Value], stages: &Stages) -> Placement {
         let Some(p) = first else { continue };
         let phase = PHASES[p];
         match versions[p] {
+            Some(v)
+                if phase == Phase::Prepare
+                    && versions[1].is_none_or(|w| comparable(w) != comparable(v)) =>
+            {
+                placement.split.push((index, phase, Phase::StopSpeaker));
+            }
             Some(v) if phase != Phase::Cutover => {
                 let last = versions[2];
                 if last.is_none_or(|l| comparable(l) != comparable(v)) {
@@ -207,4 +216,66 @@ pub fn mark_chain_object(item: &mut Value) {
         crate::modes::prepull::GENERATED_BY,
         GENERATED_BY_CHAIN,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn svc(name: &str, note: &str) -> Value {
+        crate::krm::yaml::from_str(&format!(
+            "apiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\n  namespace: ns\n  annotations:\n    note: {note}\n"
+        ))
+        .unwrap()
+    }
+
+    fn stages(after: [Vec<Value>; 3]) -> Stages {
+        Stages {
+            after,
+            warnings: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_first_phase_that_changes_an_object_owns_it() {
+        let items = vec![svc("a", "0"), svc("b", "0"), svc("c", "0")];
+        let s = stages([
+            vec![svc("a", "1"), svc("b", "0"), svc("c", "0"), svc("new", "0")],
+            vec![svc("a", "1"), svc("b", "2"), svc("c", "0"), svc("new", "0")],
+            vec![
+                svc("a", "3"),
+                svc("b", "2"),
+                svc("new", "0"),
+                svc("pol", "0"),
+            ],
+        ]);
+        let p = place(&items, &s);
+        assert_eq!(p.moved[&0].0, Phase::Prepare);
+        assert_eq!(p.moved[&1].0, Phase::StopSpeaker);
+        assert!(!p.moved.contains_key(&2));
+        // a's cutover change and c's removal wait for the cleanup commit.
+        assert_eq!(
+            p.deferred,
+            [
+                (0, "its phase cutover change".to_owned()),
+                (2, "its removal in phase cutover".to_owned())
+            ]
+        );
+        let added: Vec<(Phase, &str)> = p.added.iter().map(|(ph, v)| (*ph, v.name())).collect();
+        assert_eq!(added, [(Phase::Prepare, "new"), (Phase::Cutover, "pol")]);
+        assert!(p.split.is_empty());
+    }
+
+    #[test]
+    fn an_object_changed_by_prepare_and_stop_speaker_is_split() {
+        let items = vec![svc("a", "0")];
+        let s = stages([
+            vec![svc("a", "1")],
+            vec![svc("a", "2")],
+            vec![svc("a", "2")],
+        ]);
+        let p = place(&items, &s);
+        assert_eq!(p.split, [(0, Phase::Prepare, Phase::StopSpeaker)]);
+        assert!(p.moved.is_empty());
+    }
 }

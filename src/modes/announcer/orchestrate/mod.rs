@@ -92,6 +92,28 @@ fn plan(
     };
     let stages = chain::simulate(spec, items, fc)?;
     let placement = chain::place(items, &stages);
+    let split: Vec<KrmResult> = placement
+        .split
+        .iter()
+        .map(|&(index, first, later)| {
+            KrmResult::error(format!(
+                "{} is changed by phase {} and again by phase {}: one object is applied by one Kustomization, and \
+                 either would be wrong (the {} Kustomization would apply both changes before its gate, the {} one \
+                 would hold the first back). Move the two settings into separate objects, or cut over with the \
+                 three phases by hand",
+                items[index].object_ref(),
+                first.as_str(),
+                later.as_str(),
+                first.as_str(),
+                later.as_str()
+            ))
+            .about(&items[index])
+            .field("spec")
+        })
+        .collect();
+    if !split.is_empty() {
+        return Err(split);
+    }
     let mut results = stages.warnings;
     results.extend(settings::unpinned_images(orchestrate, fc));
     let mut outcome = match orchestrate.step {
