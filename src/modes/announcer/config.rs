@@ -43,6 +43,11 @@ pub struct LoadBalancerAnnouncerSpec {
     /// every Service against the pools seen so far, so with several pools and no Cilium pool in
     /// the cluster yet, the phase that creates them is refused without this.
     pub cilium_operator_stopped: bool,
+    /// Flux-orchestrated output (`announcer: cilium` only): instead of the one phase of
+    /// `phase`, write the three phases as payload directories applied by chained Flux
+    /// Kustomizations, each Ready only when its gate Job (`cutover verify`) passes. Needs the
+    /// `ObservedState` item. See `step` for the two commits it takes.
+    pub orchestrate: Option<Box<super::orchestrate::Orchestrate>>,
     /// `true`: every warning of an `announcer: cilium` run is reported as an error (same message,
     /// tagged `promotedFrom: warning`), so the run exits 1 and no item is changed; for pipelines
     /// where nobody reads warnings (they also go to stderr). A plan (`announcer: metallb`, set or
@@ -51,11 +56,6 @@ pub struct LoadBalancerAnnouncerSpec {
     /// cutover must not fail every render of a platform nobody has started to move (why the plan
     /// reports its errors as warnings tagged `planSeverity: error`: gate a review on that tag).
     pub fail_on_warnings: bool,
-    /// Flux-orchestrated output (`announcer: cilium` only): instead of the one phase of
-    /// `phase`, write the three phases as payload directories applied by chained Flux
-    /// Kustomizations, each Ready only when its gate Job (`cutover verify`) passes. Needs the
-    /// `ObservedState` item. See `step` for the two commits it takes.
-    pub orchestrate: Option<Box<super::orchestrate::Orchestrate>>,
 }
 
 impl Default for LoadBalancerAnnouncerSpec {
@@ -68,8 +68,8 @@ impl Default for LoadBalancerAnnouncerSpec {
             lease_renew_deadline: None,
             accept_local_traffic_policy_change: false,
             cilium_operator_stopped: false,
-            fail_on_warnings: false,
             orchestrate: None,
+            fail_on_warnings: false,
         }
     }
 }
