@@ -81,6 +81,9 @@ fn every_chain_object_validates_and_every_gate_pod_is_restricted() {
                 );
                 let script = &pod.containers[0].command.as_ref().unwrap()[2];
                 assert!(script.contains("/gate/cutover verify"), "{script}");
+                // The script parses as the POSIX shell reads it.
+                let sh = common::run_cmd(Command::new("sh").args(["-n", "-c", script]));
+                assert_eq!(sh.code, 0, "{}", sh.stderr);
             }
             ("v1", "Namespace") => {
                 let ns: Namespace = k8s::roundtrip(obj).unwrap();
@@ -419,6 +422,15 @@ fn refusals_name_their_field() {
         "{step: chain, source: {sourceRef: {kind: GitRepository, name: p}, path: ./x}}",
     ));
     assert_eq!(e["field"]["path"], "spec.orchestrate.cutoverImage");
+    let mut taken = input.clone();
+    let ns: Value = serde_yaml::from_str(
+        "{apiVersion: v1, kind: Namespace, metadata: {name: cilium-l2-cutover, annotations: {config.kubernetes.io/path: ns.yaml}}}",
+    )
+    .unwrap();
+    taken["items"].as_sequence_mut().unwrap().push(ns);
+    let e = single_error(&taken);
+    assert_eq!(e["field"]["path"], "metadata.name");
+    assert_eq!(e["resourceRef"]["kind"], "Namespace");
     let e = single_error(&with_orchestrate(input.clone(), "{payloadDir: ../out}"));
     assert_eq!(e["field"]["path"], "spec.orchestrate.payloadDir");
     let mut no_observed = input;

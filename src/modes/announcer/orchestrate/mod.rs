@@ -120,7 +120,7 @@ fn plan(
         Step::Handover => handover(items, &placement, &settings),
         Step::Chain => {
             check_handed_over(items, &placement, &settings)?;
-            emit(items, &placement, &settings, observed_item)
+            emit(items, &placement, &settings, observed_item)?
         }
     };
     results.append(&mut outcome.results);
@@ -263,7 +263,7 @@ fn emit(
     placement: &Placement,
     settings: &Settings,
     observed_item: &Value,
-) -> Outcome {
+) -> Result<Outcome, Vec<KrmResult>> {
     let mut outcome = Outcome::default();
     let mut files: BTreeMap<Phase, BTreeSet<String>> = BTreeMap::new();
     // Objects already in a phase directory and left as they are (a second run).
@@ -320,6 +320,7 @@ fn emit(
         );
     }
     let generated = chain_objects(settings, &files, &plan_text(observed_item));
+    check_names(items, &generated)?;
     reconcile_chain_objects(items, generated, &mut outcome);
     outcome.results.push(KrmResult::info(format!(
         "chain: Kustomizations {} → {} → {}, each Ready when its gate Job passes; publish {}/ at {} and commit",
@@ -329,7 +330,30 @@ fn emit(
         settings.dir,
         settings.path
     )));
-    outcome
+    Ok(outcome)
+}
+
+/// An object of the package with the name of one the chain generates would have two appliers.
+fn check_names(items: &[Value], generated: &[Value]) -> Result<(), Vec<KrmResult>> {
+    let names: BTreeSet<chain::Key> = generated.iter().map(key).collect();
+    let errors: Vec<KrmResult> = items
+        .iter()
+        .filter(|i| !is_chain_object(i) && names.contains(&key(i)))
+        .map(|item| {
+            KrmResult::error(format!(
+                "{} has the name of an object the chain generates: both would be applied, by two Kustomizations; \
+                 rename it, or choose other orchestrate namespaces",
+                item.object_ref()
+            ))
+            .about(item)
+            .field("metadata.name")
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
 }
 
 /// Every object the chain generates, with its file.
