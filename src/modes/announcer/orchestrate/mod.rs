@@ -1,9 +1,10 @@
 //! Flux-orchestrated cutover (`spec.orchestrate`): the three phases of one run as payload
 //! directories, applied by chained Flux Kustomizations, each gated by a `cutover verify` Job.
 //!
-//! Pipeline: settings (validated config) → chain (the phases run in order, every object given
-//! to the first phase that changes it) → checks (the hand-over annotation) → edits (the
-//! payloads, the Kustomizations, the gates, the plan).
+//! Pipeline: `settings` (validated config) → `chain` (the phases run in order, every object
+//! given to the first phase that changes it) → `handover` (the hand-over step, or its check) →
+//! `payload` (the edits: payloads, Kustomizations from `flux`, gates from `gate`, shared access
+//! and plan from `rbac`).
 //!
 //! Ownership: an object the chain changes moves from the package's Kustomization to one
 //! phase's. kustomize-controller prunes only objects whose live labels
