@@ -663,3 +663,50 @@ fn reverting_the_whole_chain_after_prepare_can_move_an_ip() {
     let r = explore(&back);
     assert!(r.violations.is_empty(), "{r}");
 }
+
+/// The ConfigMap form (`kpt fn eval -- key=value`, nested keys dotted) through the real kpt,
+/// then the typed form again on its output: nothing changes the second time.
+#[test]
+fn the_configmap_form_through_kpt_eval_and_a_second_run() {
+    let src = common::root().join("examples/announcer-orchestrated-cutover");
+    let (_tmp, dir) = common::package_copy(&src);
+    let (run, _) = common::kpt_eval(
+        &dir,
+        &[
+            "--",
+            "mode=load-balancer-announcer",
+            "announcer=cilium",
+            "orchestrate.step=chain",
+            "orchestrate.cutoverImage=ghcr.io/example/cutover:0.1.0",
+            "orchestrate.source.sourceRef.kind=GitRepository",
+            "orchestrate.source.sourceRef.name=platform",
+            "orchestrate.source.sourceRef.namespace=flux-system",
+            "orchestrate.source.path=./clusters/prod/cilium-l2-cutover",
+            "orchestrate.timeouts.prepare=20m",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout_str(), run.stderr);
+    let diff = common::diff_and_commit(&dir);
+    assert!(diff.contains("timeout: 23m"), "{diff}");
+    let (run, _) = common::kpt_eval(
+        &dir,
+        &[
+            "--",
+            "mode=load-balancer-announcer",
+            "announcer=cilium",
+            "orchestrate.step=chain",
+            "orchestrate.cutoverImage=ghcr.io/example/cutover:0.1.0",
+            "orchestrate.source.sourceRef.kind=GitRepository",
+            "orchestrate.source.sourceRef.name=platform",
+            "orchestrate.source.sourceRef.namespace=flux-system",
+            "orchestrate.source.path=./clusters/prod/cilium-l2-cutover",
+            "orchestrate.timeouts.prepare=20m",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        common::diff_and_commit(&dir),
+        "",
+        "second run changed files"
+    );
+}
