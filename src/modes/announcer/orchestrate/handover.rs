@@ -50,9 +50,10 @@ pub(super) fn handover(items: &[Value], placement: &Placement, settings: &Settin
         );
     }
     outcome.results.push(KrmResult::info(format!(
-        "next step: commit this hand-over, let the Flux Kustomization that applies the package reconcile it (check \
-         that the {} object(s) above show {PRUNE}: disabled on the cluster), then run again with \
-         orchestrate.step: chain",
+        "next step: commit this hand-over and let the Flux Kustomization that applies the package apply it: its \
+         lastAppliedRevision must be this commit, and the {} object(s) above must show {PRUNE}: disabled on the \
+         cluster, before you push step chain (if Flux only ever sees the chain's revision, it prunes them: a \
+         Service deleted and recreated can lose its IP). Then run again with orchestrate.step: chain",
         placement.moved.len()
     )));
     outcome
