@@ -23,6 +23,10 @@ USAGE:
     cutover verify GATE --plan FILE
                             check a phase of the MetalLB → Cilium L2 cutover on the live
                             objects (`kubectl get … -o yaml` on stdin; see cutover verify --help)
+    cutover install-self FILE
+                            copy this executable to FILE (mode 0755): how a gate Job's init
+                            container brings cutover into a kubectl image (the cutover image
+                            has no shell and no cp)
     cutover help [COMMAND]  print this help, or the help of a command (also: COMMAND --help)
     cutover --version       print the version
 
@@ -76,10 +80,32 @@ fn main() -> ExitCode {
         },
         ["help", "verify"] | ["verify", .., "--help" | "-h"] => print(cutover::verify::USAGE),
         ["verify", rest @ ..] => verify(rest),
+        ["install-self", target] if !target.starts_with('-') => install_self(target),
         ["observe"] => observe("live"),
         ["observe", name] if !name.starts_with('-') => observe(name),
         ["schema", ..] => usage_error(&format!("unexpected arguments {args:?}"), &schema_usage()),
         _ => usage_error(&format!("unexpected arguments {args:?}"), &usage()),
+    }
+}
+
+/// `cutover install-self FILE`: copies the running executable (`/proc/self/exe` on Linux) to
+/// FILE, executable by everyone, for the gate Jobs of the orchestrated announcer.
+fn install_self(target: &str) -> ExitCode {
+    let copied = std::env::current_exe().and_then(|exe| {
+        std::fs::copy(&exe, target)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(target, std::fs::Permissions::from_mode(0o755))?;
+        }
+        Ok(())
+    });
+    match copied {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cutover install-self: cannot copy to {target}: {e}");
+            ExitCode::from(1)
+        }
     }
 }
 

@@ -49,7 +49,10 @@ impl io::Observer for Prepared {
 pub fn prepare(function_config: Option<&Value>) -> Prepared {
     let config = config::parse(function_config);
     let observer = match &config {
-        Ok(FunctionConfig::LoadBalancerAnnouncer(_)) => Observer::Announcer(Box::default()),
+        // The orchestrated announcer runs every phase on the whole items: keep them.
+        Ok(FunctionConfig::LoadBalancerAnnouncer(spec)) if spec.orchestrate.is_none() => {
+            Observer::Announcer(Box::default())
+        }
         _ => Observer::KeepAll,
     };
     Prepared { config, observer }

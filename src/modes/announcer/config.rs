@@ -43,6 +43,11 @@ pub struct LoadBalancerAnnouncerSpec {
     /// every Service against the pools seen so far, so with several pools and no Cilium pool in
     /// the cluster yet, the phase that creates them is refused without this.
     pub cilium_operator_stopped: bool,
+    /// Flux-orchestrated output (`announcer: cilium` only): instead of the one phase of
+    /// `phase`, write the three phases as payload directories applied by chained Flux
+    /// Kustomizations, each Ready only when its gate Job (`cutover verify`) passes. Needs the
+    /// `ObservedState` item. See `step` for the two commits it takes.
+    pub orchestrate: Option<Box<super::orchestrate::Orchestrate>>,
     /// `true`: every warning of an `announcer: cilium` run is reported as an error (same message,
     /// tagged `promotedFrom: warning`), so the run exits 1 and no item is changed; for pipelines
     /// where nobody reads warnings (they also go to stderr). A plan (`announcer: metallb`, set or
@@ -63,6 +68,7 @@ impl Default for LoadBalancerAnnouncerSpec {
             lease_renew_deadline: None,
             accept_local_traffic_policy_change: false,
             cilium_operator_stopped: false,
+            orchestrate: None,
             fail_on_warnings: false,
         }
     }
@@ -81,7 +87,9 @@ pub enum Announcer {
 /// The three steps of the cutover; each phase's output contains the previous ones. A single Flux
 /// apply creates before it prunes, so emitting Cilium's L2 policies and the MetalLB removal together
 /// would let both answer ARP for a while: the speaker is stopped in its own apply first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Phase {
     /// Phase 1 (no ARP change): add the Cilium pools (Cilium imports the Services' current IPs),

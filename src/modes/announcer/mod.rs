@@ -18,6 +18,7 @@ mod ipam;
 mod metallb;
 pub mod model;
 pub mod observed;
+pub mod orchestrate;
 mod policies;
 mod preconditions;
 mod release;
@@ -86,6 +87,20 @@ fn run_inventory(
     // announcer is wanted.
     let mut switch_errors = Vec::new();
     let announcer = resolve_announcer(spec, inv, items, &mut switch_errors);
+    if announcer == Announcer::Cilium
+        && let Some(orchestrate) = &spec.orchestrate
+        && switch_errors.is_empty()
+    {
+        let mut outcome = orchestrate::run(spec, orchestrate, items, function_config);
+        outcome.results.splice(0..0, results);
+        if spec.fail_on_warnings {
+            outcome.promote_warnings();
+        }
+        if outcome.has_errors() {
+            super::nothing_changed(&mut outcome);
+        }
+        return outcome;
+    }
     let mut outcome = if inv.pools.is_empty() && inv.adverts.is_empty() && inv.bgp.is_empty() {
         results.push(
             KrmResult::info(

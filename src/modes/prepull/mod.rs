@@ -38,6 +38,10 @@ mod waiter;
 pub use config::*;
 pub use image::ImageRef;
 pub use inputs::{GENERATED_BY, UNIT};
+/// Shared with the announcer's gate Jobs (`announcer::orchestrate`).
+pub(crate) use pod::{quantity, resources, restricted_container, restricted_pod};
+/// Shared with the announcer's chained Flux units.
+pub(crate) use render::{flux_duration, fnv1a};
 pub use values::type_name;
 
 use serde_yaml::Value;

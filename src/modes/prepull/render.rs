@@ -111,7 +111,7 @@ pub struct Rendered {
 }
 
 /// 64-bit FNV-1a: tiny, dependency-free and stable across platforms and releases.
-fn fnv1a(parts: &[&str]) -> u64 {
+pub(crate) fn fnv1a(parts: &[&str]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for part in parts {
         for byte in part.bytes().chain(std::iter::once(0)) {
@@ -123,7 +123,7 @@ fn fnv1a(parts: &[&str]) -> u64 {
 }
 
 /// Formats seconds the way Flux writes durations (`13m`, `90s`).
-fn flux_duration(secs: u64) -> String {
+pub(crate) fn flux_duration(secs: u64) -> String {
     if secs.is_multiple_of(3600) {
         format!("{}h", secs / 3600)
     } else if secs.is_multiple_of(60) {

@@ -1,0 +1,136 @@
+//! The chained Flux Kustomizations (`kustomize.toolkit.fluxcd.io/v1`), one per phase, and the
+//! kustomize files of the payload directories.
+//!
+//! Each phase's Kustomization depends on the previous one (`dependsOn`: applied only once it
+//! is Ready) and is Ready only when its gate Job completed: `healthChecks` names the Job and
+//! `wait` is off, so the objects the phase applies do not count (the Services and releases are
+//! judged by the gate, which knows what each phase must reach). Flux's Job status reader
+//! reports a Job Current only once it completed, Failed when it failed (fluxcd/pkg
+//! `runtime/statusreaders/job.go`).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Serialize;
+
+use super::super::config::Phase;
+use super::rbac::meta;
+use super::settings::Settings;
+use crate::krm::annotations::LOCAL_CONFIG;
+use crate::modes::prepull::{SourceRef, flux_duration};
+
+/// Seconds a Kustomization's `timeout` adds to its gate's deadline: pulling two images and
+/// scheduling the pod on a busy node.
+pub const FLUX_MARGIN_SECS: u64 = 180;
+
+/// Flux `Kustomization`, only the fields the chain sets.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FluxKustomization {
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: ObjectMeta,
+    spec: FluxSpec,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FluxSpec {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    depends_on: Vec<DependsOn>,
+    health_checks: Vec<HealthCheck>,
+    interval: String,
+    path: String,
+    prune: bool,
+    retry_interval: String,
+    source_ref: SourceRef,
+    timeout: String,
+    wait: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct DependsOn {
+    name: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HealthCheck {
+    api_version: &'static str,
+    kind: &'static str,
+    name: String,
+    namespace: String,
+}
+
+/// Name of the Kustomization of `phase`.
+pub fn unit_name(phase: Phase) -> String {
+    format!("{}-{}", super::NAME_PREFIX, phase.as_str())
+}
+
+/// The Kustomization of `phase`, depending on `after` and health-checking `job`.
+pub fn unit(
+    settings: &Settings,
+    phase: Phase,
+    after: Option<Phase>,
+    job: &str,
+) -> FluxKustomization {
+    let source_ref = settings
+        .source_ref
+        .clone()
+        .expect("step chain has a source (settings::resolve)");
+    FluxKustomization {
+        api_version: "kustomize.toolkit.fluxcd.io/v1",
+        kind: "Kustomization",
+        metadata: meta(&unit_name(phase), Some(&settings.flux_namespace)),
+        spec: FluxSpec {
+            depends_on: after
+                .map(|p| DependsOn { name: unit_name(p) })
+                .into_iter()
+                .collect(),
+            health_checks: vec![HealthCheck {
+                api_version: "batch/v1",
+                kind: "Job",
+                name: job.to_owned(),
+                namespace: settings.gate_namespace.clone(),
+            }],
+            interval: settings.interval.clone(),
+            path: format!("{}/{}", settings.path, phase.as_str()),
+            // Prunes what the phase creates (the Cilium pools, the L2 policies, the gates) when
+            // the chain is removed; objects it took over carry prune: disabled and survive.
+            prune: true,
+            retry_interval: "1m".into(),
+            source_ref,
+            timeout: flux_duration(settings.timeout(phase) + FLUX_MARGIN_SECS),
+            wait: false,
+        },
+    }
+}
+
+/// kustomize `Kustomization` (`kustomize.config.k8s.io/v1beta1`) listing a directory's files.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KustomizeFile {
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: ObjectMeta,
+    resources: Vec<String>,
+}
+
+/// The kustomize file of a payload directory (local config for kpt: a build input, never
+/// applied). An empty list at the payload root fences the phases off: Flux's generated
+/// kustomization of the package adds a sub-directory holding a kustomization file as one
+/// resource and does not descend into it (fluxcd/pkg `kustomize/kustomize_generator.go`), so
+/// the package's own Kustomization never applies a phase.
+pub fn kustomize_file(name: &str, resources: Vec<String>) -> KustomizeFile {
+    let mut metadata = meta(name, None);
+    metadata.annotations = Some(BTreeMap::from([(
+        LOCAL_CONFIG.to_string(),
+        "true".to_string(),
+    )]));
+    KustomizeFile {
+        api_version: "kustomize.config.k8s.io/v1beta1",
+        kind: "Kustomization",
+        metadata,
+        resources,
+    }
+}

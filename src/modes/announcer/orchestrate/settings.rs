@@ -1,0 +1,185 @@
+//! `spec.orchestrate` validated: every refusal names its field.
+
+use serde_yaml::Value;
+
+use super::super::config::Phase;
+use super::config::{Orchestrate, Step};
+use crate::krm::KrmResult;
+use crate::modes::prepull::{SourceRef, fc_error};
+
+/// The validated orchestration settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Package-relative payload directory (no `./`, no trailing `/`).
+    pub dir: String,
+    /// The Flux source of the payloads (`step: chain`).
+    pub source_ref: Option<SourceRef>,
+    /// Path of the payload directory in that source (`step: chain`), without a trailing `/`.
+    pub path: String,
+    /// Namespace of the chained Kustomizations.
+    pub flux_namespace: String,
+    /// Namespace of the gate Jobs.
+    pub gate_namespace: String,
+    /// Namespace of Cilium's Leases.
+    pub cilium_namespace: String,
+    /// Gate container image.
+    pub kubectl_image: String,
+    /// Image the cutover binary is copied from.
+    pub cutover_image: String,
+    /// `spec.interval` of the Kustomizations.
+    pub interval: String,
+    /// Gate deadlines in seconds: prepare, stop-speaker, cutover.
+    pub timeouts: [u64; 3],
+    /// uid of the gate pods.
+    pub run_as_user: i64,
+}
+
+impl Settings {
+    /// The gate deadline of `phase`, in seconds.
+    pub fn timeout(&self, phase: Phase) -> u64 {
+        match phase {
+            Phase::Prepare => self.timeouts[0],
+            Phase::StopSpeaker => self.timeouts[1],
+            Phase::Cutover => self.timeouts[2],
+        }
+    }
+}
+
+const PATH_MAX: usize = 4096;
+const NAME_MAX: usize = 255;
+
+/// `payloadDir` normalised (`./a/` → `a`): relative, inside the package, bounded like a path.
+fn payload_dir(raw: &str, fc: Option<&Value>) -> Result<String, KrmResult> {
+    let trimmed = raw.trim_start_matches("./").trim_end_matches('/');
+    let longest = raw.split('/').map(str::len).max().unwrap_or(0);
+    let valid = raw.len() <= PATH_MAX
+        && longest <= NAME_MAX
+        && !trimmed.is_empty()
+        && trimmed != "."
+        && !raw.starts_with('/')
+        && trimmed
+            .split('/')
+            .all(|s| !s.is_empty() && s != "." && s != "..");
+    if valid {
+        Ok(trimmed.to_owned())
+    } else {
+        Err(fc_error(
+            fc,
+            "orchestrate.payloadDir must be a relative directory inside the package (at most 4096 bytes, names \
+             of at most 255), e.g. cilium-l2-cutover"
+                .into(),
+            "orchestrate.payloadDir",
+        ))
+    }
+}
+
+const EXAMPLE: &str = "orchestrate: {source: {sourceRef: {kind: GitRepository, name: platform, namespace: flux-system}, \
+     path: ./clusters/prod/cilium-l2-cutover}}";
+
+/// Validates `spec.orchestrate`; `step: chain` also needs the source and the cutover image.
+pub fn resolve(o: &Orchestrate, fc: Option<&Value>) -> Result<Settings, KrmResult> {
+    let dir = payload_dir(&o.payload_dir, fc)?;
+    let chain = o.step == Step::Chain;
+    let (source_ref, path) = match (&o.source, chain) {
+        (_, false) => (None, String::new()),
+        (None, true) => {
+            return Err(fc_error(
+                fc,
+                format!(
+                    "orchestrate.source is required with step: chain: the Flux source where you publish {dir}/ \
+                     and its path there (the function never guesses it; a Kustomization pointing at a path that \
+                     does not exist is never Ready and the chain stops there), e.g. {EXAMPLE}"
+                ),
+                "orchestrate.source",
+            ));
+        }
+        (Some(s), true) => {
+            let Some(source_ref) = s.source_ref.clone().filter(|r| !r.name.is_empty()) else {
+                return Err(fc_error(
+                    fc,
+                    format!(
+                        "orchestrate.source.sourceRef is required (kind and name), e.g. {EXAMPLE}"
+                    ),
+                    "orchestrate.source.sourceRef",
+                ));
+            };
+            let Some(path) = s.path.clone() else {
+                return Err(fc_error(
+                    fc,
+                    format!(
+                        "orchestrate.source.path is required: where {dir}/ is inside the source, e.g. {EXAMPLE}"
+                    ),
+                    "orchestrate.source.path",
+                ));
+            };
+            let ok = !path.is_empty()
+                && !path.starts_with('/')
+                && path
+                    .split('/')
+                    .all(|s| s != ".." && !s.chars().any(char::is_whitespace));
+            if !ok {
+                return Err(fc_error(
+                    fc,
+                    format!("orchestrate.source.path {path:?} must be relative to the source root, without '..'"),
+                    "orchestrate.source.path",
+                )
+                .current(path));
+            }
+            (Some(source_ref), path.trim_end_matches('/').to_owned())
+        }
+    };
+    let cutover_image = match (&o.cutover_image, chain) {
+        (Some(image), _) => image.to_string(),
+        (None, false) => String::new(),
+        (None, true) => {
+            return Err(fc_error(
+                fc,
+                "orchestrate.cutoverImage is required with step: chain: the image you publish cutover as (its \
+                 /cutover binary runs `cutover verify` in each gate Job), pinned by digest"
+                    .into(),
+                "orchestrate.cutoverImage",
+            ));
+        }
+    };
+    Ok(Settings {
+        dir,
+        source_ref,
+        path,
+        flux_namespace: o.flux_namespace.clone(),
+        gate_namespace: o.gate_namespace.clone(),
+        cilium_namespace: o.cilium_namespace.clone(),
+        kubectl_image: o.kubectl_image.to_string(),
+        cutover_image,
+        interval: o.interval.as_str().to_owned(),
+        timeouts: [
+            o.timeouts.prepare.as_secs_ceil(),
+            o.timeouts.stop_speaker.as_secs_ceil(),
+            o.timeouts.cutover.as_secs_ceil(),
+        ],
+        run_as_user: o.run_as_user,
+    })
+}
+
+/// Warnings for gate images pinned by tag only.
+pub fn unpinned_images(o: &Orchestrate, fc: Option<&Value>) -> Vec<KrmResult> {
+    let mut out = Vec::new();
+    let images = [
+        ("orchestrate.kubectlImage", Some(&o.kubectl_image)),
+        ("orchestrate.cutoverImage", o.cutover_image.as_ref()),
+    ];
+    for (field, image) in images {
+        if let Some(image) = image.filter(|i| !i.as_str().contains('@')) {
+            let mut r = KrmResult::warning(format!(
+                "{field} {} is pinned by tag only: a gate that decides whether the next phase runs should run exactly \
+                 the image that was reviewed; pin it by digest (repo:tag@sha256:…)",
+                image.as_str()
+            ))
+            .field(crate::modes::prepull::config_field(fc, field));
+            if let Some(fc) = fc {
+                r = r.about(fc);
+            }
+            out.push(r);
+        }
+    }
+    out
+}
