@@ -97,15 +97,15 @@ pub struct MetalLBImagePrepullSpec {
     /// `Established` within `timeout`, so the Flux Kustomization shows the outage instead of
     /// hiding it (the speaker and frr-k8s report Ready without BGP).
     pub bgp_session_check: Option<BgpSessionCheck>,
-    /// `true`: every warning is reported as an error (same message, tagged
-    /// `promotedFrom: warning`), so the run exits 1 and no item is changed; for pipelines where
-    /// nobody reads warnings (they also go to stderr).
-    pub fail_on_warnings: bool,
     /// `output: rendered` with a `sylva-units` HelmRelease among the items: `true` accepts a
     /// one-off edit of what that release renders (its next upgrade, or helm-controller's drift
     /// correction, puts metallb's `dependsOn` back without the unit). Without it such a run is an
     /// error pointing at `output: sylva-values`.
     pub accept_edits_to_sylva_units_release: bool,
+    /// `true`: every warning is reported as an error (same message, tagged
+    /// `promotedFrom: warning`), so the run exits 1 and no item is changed; for pipelines where
+    /// nobody reads warnings (they also go to stderr).
+    pub fail_on_warnings: bool,
 }
 
 /// `bgpSessionCheck`: evidence after the switch that frr-k8s' BGP sessions came back.
