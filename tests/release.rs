@@ -52,6 +52,12 @@ fn lean(input: &str) -> (Vec<String>, usize, usize) {
 }
 
 fn platform(services: usize, config: Config, seed: u64) -> String {
+    platform_with(services, 0, config, seed)
+}
+
+/// A platform with `pass_through` items no mode reads (Deployments, ConfigMaps, other charts'
+/// HelmReleases and CRDs).
+fn platform_with(services: usize, pass_through: usize, config: Config, seed: u64) -> String {
     generate::generate(&Spec {
         services,
         namespaces: 12,
@@ -61,7 +67,7 @@ fn platform(services: usize, config: Config, seed: u64) -> String {
         config,
         seed,
         observed: false,
-        pass_through: 0,
+        pass_through,
     })
 }
 
@@ -82,6 +88,19 @@ fn released_and_text_patched_items_equal_the_tree_path() {
         }
         assert_eq!(got_results, want_results);
     }
+}
+
+/// Items the announcer neither reads nor edits (all but its HelmReleases here) are released
+/// too, and the output is still the tree path's.
+#[test]
+fn items_no_mode_reads_are_released_and_equal_the_tree_path() {
+    let input = platform_with(300, 400, Config::AnnouncerCutover, 5);
+    let (want, want_results) = reference(&input);
+    let (got, released, got_results) = lean(&input);
+    // 300 Services and, of the 400 others, all but the 40 HelmReleases of other charts.
+    assert!(released >= 300 + 360, "released {released}");
+    assert_eq!(got, want);
+    assert_eq!(got_results, want_results);
 }
 
 /// JSON input has no item texts: nothing is released, every tree is kept and patched, and the

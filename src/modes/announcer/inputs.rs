@@ -114,7 +114,8 @@ impl Reader {
         (self.inv, self.errors)
     }
 
-    /// Reads one item; false for Services (the engine may release their trees).
+    /// Reads one item; false for Services and for items the mode neither reads nor edits (the
+    /// engine may release their trees).
     pub fn observe(&mut self, index: usize, item: &Value) -> bool {
         let (inv, errors, paths) = (&mut self.inv, &mut self.errors, &mut self.paths);
         let (store, detached) = (&mut self.store, &self.detached);
@@ -326,11 +327,10 @@ impl Reader {
                     inv.flux_dependents.push(index);
                 }
             }
-            ("", "ConfigMap") => {
-                if let Some(v) = switch_in_configmap(item) {
-                    inv.switch.push((index, v));
-                }
-            }
+            ("", "ConfigMap") => match switch_in_configmap(item) {
+                Some(v) => inv.switch.push((index, v)),
+                None => return false,
+            },
             ("apiextensions.k8s.io", "CustomResourceDefinition")
                 if str_at(item, &["spec", "group"]) == Some(METALLB_GROUP) =>
             {
@@ -354,6 +354,10 @@ impl Reader {
                         index,
                         kind: InstallKind::Manifest { speaker },
                     });
+                } else {
+                    // Nothing the mode reads or edits (a Deployment, a Secret, another chart's
+                    // CRD…): the bulk of a platform repository. Its text is copied as read.
+                    return false;
                 }
             }
         }
