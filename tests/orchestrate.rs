@@ -9,6 +9,8 @@
 //! kubectl kustomize runs, `orchestrate/model.rs` the transition model.
 
 mod common;
+#[path = "orchestrate/gates.rs"]
+mod gates;
 #[path = "orchestrate/kpt.rs"]
 mod kpt;
 #[path = "orchestrate/model.rs"]

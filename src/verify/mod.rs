@@ -28,10 +28,12 @@ use crate::modes::announcer::model::{self, l2announcer, state::Cluster, state::S
 use crate::modes::announcer::observed::{self, EXCLUDE_LB_LABEL, Observed};
 
 mod checks;
+mod from_model;
 mod live;
 mod plan;
 
 use checks::*;
+pub use from_model::model_items;
 pub use live::*;
 pub use plan::*;
 

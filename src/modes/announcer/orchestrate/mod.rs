@@ -30,6 +30,7 @@ mod settings;
 use serde_yaml::Value;
 
 pub use config::*;
+pub use gate::LIVE_RESOURCES;
 
 use super::config::LoadBalancerAnnouncerSpec;
 use super::observed;
