@@ -6,8 +6,11 @@
 //! the transition model in `dependsOn` order keeps every invariant; the refusals name their field.
 //!
 //! This file holds the output checks and the helpers; `orchestrate/kpt.rs` the real kpt and
-//! kubectl kustomize runs, `orchestrate/model.rs` the transition model.
+//! kubectl kustomize runs, `orchestrate/model.rs` the transition model, `orchestrate/gates.rs`
+//! the gates judged in the model's states, `orchestrate/cleanup.rs` the two cleanup steps.
 
+#[path = "orchestrate/cleanup.rs"]
+mod cleanup;
 mod common;
 #[path = "orchestrate/gates.rs"]
 mod gates;
@@ -64,7 +67,14 @@ fn chain_output() -> Vec<Value> {
 
 #[test]
 fn every_chain_object_validates_and_every_gate_pod_is_restricted() {
-    let items = chain_output();
+    let kinds = validate_chain_objects(&chain_output());
+    assert_eq!(kinds["Job"], 3);
+    assert_eq!(kinds["Kustomization"], 7, "3 Flux units, 4 kustomize files");
+}
+
+/// Validates every chain object (Flux CRD, k8s-openapi types, Pod Security "restricted", the
+/// gate script parses, read-only RBAC) and every Cilium object; returns the chain's kinds.
+fn validate_chain_objects(items: &[Value]) -> BTreeMap<String, usize> {
     let chain: Vec<&Value> = items.iter().filter(|i| is_chain(i)).collect();
     let mut kinds = BTreeMap::new();
     for obj in &chain {
@@ -120,6 +130,8 @@ fn every_chain_object_validates_and_every_gate_pod_is_restricted() {
                     "leases",
                     "ciliumloadbalancerippools",
                     "ciliuml2announcementpolicies",
+                    "ipaddresspools",
+                    "l2advertisements",
                 ]
                 .map(String::from)
                 .into();
@@ -138,10 +150,8 @@ fn every_chain_object_validates_and_every_gate_pod_is_restricted() {
             other => panic!("unexpected chain object {other:?}"),
         }
     }
-    assert_eq!(kinds["Job"], 3);
-    assert_eq!(kinds["Kustomization"], 7, "3 Flux units, 4 kustomize files");
     // Every other generated object (pools, policies) validates against Cilium's CRDs.
-    for item in &items {
+    for item in items {
         if item["apiVersion"]
             .as_str()
             .unwrap()
@@ -150,6 +160,7 @@ fn every_chain_object_validates_and_every_gate_pod_is_restricted() {
             crd::validate(item).unwrap_or_else(|e| panic!("{e:?}"));
         }
     }
+    kinds
 }
 
 #[test]

@@ -69,8 +69,11 @@ GATE:
                    no pool Conflicting; no CiliumL2AnnouncementPolicy, no held L2 Lease
     stop-speaker   IPs kept; no MetalLB speaker or controller pod Running or Pending
     cutover        IPs kept; each Service's Lease cilium-l2announce-<ns>-<name> held, unexpired,
-                   by a node without node.kubernetes.io/exclude-from-external-load-balancers;
-                   no MetalLB IPAddressPool or L2Advertisement left
+                   by a node a CiliumL2AnnouncementPolicy selects and MetalLB did not exclude
+    cleanup        as cutover, and no MetalLB pod Running or Pending, no MetalLB IPAddressPool
+                   or L2Advertisement left (the only gate that reads them: give it
+                   ipaddresspools.metallb.io,l2advertisements.metallb.io while MetalLB's CRDs
+                   are served)
 
 OPTIONS:
     --plan FILE              the ObservedState item `cutover observe` wrote before prepare
@@ -91,6 +94,8 @@ pub enum Gate {
     StopSpeaker,
     /// After `cutover`: Cilium announces every Service from an allowed node.
     Cutover,
+    /// After the cleanup: as `Cutover`, and MetalLB is gone (pods, pools, advertisements).
+    Cleanup,
 }
 
 impl Gate {
@@ -100,6 +105,7 @@ impl Gate {
             "prepare" => Some(Gate::Prepare),
             "stop-speaker" => Some(Gate::StopSpeaker),
             "cutover" => Some(Gate::Cutover),
+            "cleanup" => Some(Gate::Cleanup),
             _ => None,
         }
     }
@@ -110,6 +116,7 @@ impl Gate {
             Gate::Prepare => "prepare",
             Gate::StopSpeaker => "stop-speaker",
             Gate::Cutover => "cutover",
+            Gate::Cleanup => "cleanup",
         }
     }
 }
@@ -155,13 +162,13 @@ impl Args {
                 f if f.starts_with('-') => return Err(format!("unknown option {f:?}")),
                 name if gate.is_none() => {
                     gate = Some(Gate::from_name(name).ok_or(format!(
-                        "unknown gate {name:?}: expected prepare, stop-speaker or cutover"
+                        "unknown gate {name:?}: expected prepare, stop-speaker, cutover or cleanup"
                     ))?);
                 }
                 extra => return Err(format!("unexpected argument {extra:?}")),
             }
         }
-        let gate = gate.ok_or("missing GATE (prepare, stop-speaker or cutover)")?;
+        let gate = gate.ok_or("missing GATE (prepare, stop-speaker, cutover or cleanup)")?;
         let plan = plan.ok_or("missing --plan FILE")?;
         let now = match now {
             Some(t) => Some(
@@ -295,7 +302,14 @@ pub fn check(gate: Gate, ctx: &Context<'_>) -> Vec<Finding> {
             no_foreign_announcer,
         ],
         Gate::StopSpeaker => &[ips_kept, speaker_stopped, controller_stopped],
-        Gate::Cutover => &[ips_kept, lease_held, metallb_removed],
+        Gate::Cutover => &[ips_kept, lease_held],
+        Gate::Cleanup => &[
+            ips_kept,
+            lease_held,
+            speaker_stopped,
+            controller_stopped,
+            metallb_removed,
+        ],
     };
     checks.iter().flat_map(|c| c(ctx)).collect()
 }

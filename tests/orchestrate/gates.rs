@@ -11,7 +11,9 @@ use cutover::modes::announcer::model::{Snapshot, Visited, explore_visiting};
 use cutover::verify::{self, Context, Gate, Live, Plan};
 use k8s_openapi::jiff::Timestamp;
 
-use super::model::{applied, load, observe, run_items};
+use cutover::modes::announcer::orchestrate::{LIVE_RESOURCES, METALLB_RESOURCES};
+
+use super::model::{applied, identity, load, observe, run_items};
 use super::*;
 
 const CILIUM_NAMESPACE: &str = "kube-system";
@@ -153,15 +155,31 @@ fn gates_through_the_model(case: &str, version: &str) {
         &items,
         &format!("  ciliumVersion: {version}\n  orchestrate: {{step: handover}}\n"),
     );
-    let chain = run_items(
-        &handed,
-        &format!(
-            "  ciliumVersion: {version}\n  orchestrate:\n    step: chain\n    cutoverImage: r/cutover:1\n    source:\n      sourceRef: {{kind: GitRepository, name: platform}}\n      path: ./c\n"
-        ),
+    let step = |step: &str| {
+        format!(
+            "  ciliumVersion: {version}\n  orchestrate:\n    step: {step}\n    cutoverImage: r/cutover:1\n    source:\n      sourceRef: {{kind: GitRepository, name: platform}}\n      path: ./c\n"
+        )
+    };
+    let chain = run_items(&handed, &step("chain"));
+    let cleaned = run_items(
+        &run_items(&chain, &step("cleanup-handover")),
+        &step("cleanup"),
     );
-    let p1 = applied(&before, &chain, &["prepare"]);
-    let p2 = applied(&before, &chain, &["prepare", "stop-speaker"]);
-    let p3 = applied(&before, &chain, &["prepare", "stop-speaker", "cutover"]);
+    let all = ["prepare", "stop-speaker", "cutover"];
+    let p1 = applied(&before, &chain, &all[..1]);
+    let p2 = applied(&before, &chain, &all[..2]);
+    let p3 = applied(&before, &chain, &all);
+    // After the cleanup: what it removed is gone (pruned, or with MetalLB's CRDs).
+    let kept: HashSet<_> = cleaned.iter().map(identity).collect();
+    let p4: Vec<Value> = applied(&before, &cleaned, &all)
+        .into_iter()
+        .filter(|i| kept.contains(&identity(i)))
+        .collect();
+    assert!(p3.iter().any(|i| i["kind"] == "IPAddressPool"));
+    assert!(
+        !p4.iter()
+            .any(|i| i["kind"] == "IPAddressPool" || i["kind"] == "L2Advertisement")
+    );
     let mut o = Options::new(CiliumVersion::parse(version).unwrap());
     o.services_first = true;
     let mut window = o.clone();
@@ -182,14 +200,24 @@ fn gates_through_the_model(case: &str, version: &str) {
         Phase {
             gate: Gate::Cutover,
             before: p2,
-            after: p3,
+            after: p3.clone(),
+            options: window.clone(),
+        },
+        Phase {
+            gate: Gate::Cleanup,
+            before: p3,
+            after: p4,
             options: window,
         },
     ];
-    let kinds = cutover::modes::announcer::orchestrate::LIVE_RESOURCES;
     let mut state = snapshot(&live);
     for i in 0..phases.len() {
-        let (settled, passing) = phase_gated(case, &phases, i, state, &plan, kinds);
+        // What each gate Job's `kubectl get` reads: the cleanup's adds MetalLB's objects.
+        let kinds = match phases[i].gate {
+            Gate::Cleanup => format!("{LIVE_RESOURCES},{}", METALLB_RESOURCES.replace(' ', ",")),
+            _ => LIVE_RESOURCES.to_owned(),
+        };
+        let (settled, passing) = phase_gated(case, &phases, i, state, &plan, &kinds);
         eprintln!(
             "{case}: gate {}: passed in {passing} distinct states",
             phases[i].gate.name()

@@ -50,7 +50,7 @@ pub(crate) fn run_items(items: &[Value], spec: &str) -> Vec<Value> {
     run.resource_list()["items"].as_sequence().unwrap().clone()
 }
 
-fn identity(item: &Value) -> (String, String, String) {
+pub(crate) fn identity(item: &Value) -> (String, String, String) {
     (
         item["kind"].as_str().unwrap_or("").to_owned(),
         item["metadata"]["namespace"]

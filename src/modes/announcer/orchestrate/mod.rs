@@ -19,6 +19,7 @@
 //! own, in the revision that drops the objects from it).
 
 mod chain;
+mod cleanup;
 mod config;
 mod flux;
 mod gate;
@@ -30,7 +31,7 @@ mod settings;
 use serde_yaml::Value;
 
 pub use config::*;
-pub use gate::LIVE_RESOURCES;
+pub use gate::{LIVE_RESOURCES, METALLB_RESOURCES};
 
 use super::config::LoadBalancerAnnouncerSpec;
 use super::observed;
@@ -113,13 +114,23 @@ fn plan(
     if !split.is_empty() {
         return Err(split);
     }
-    let mut results = stages.warnings;
+    let mut results = stages.warnings.clone();
     results.extend(settings::unpinned_images(orchestrate, fc));
     let mut outcome = match orchestrate.step {
         Step::Handover => handover(items, &placement, &settings),
         Step::Chain => {
             check_handed_over(items, &placement, &settings)?;
             emit(items, &placement, &settings, observed_item)?
+        }
+        Step::CleanupHandover => {
+            cleanup::check_chain_state(items, &placement, &settings, fc)?;
+            let changes = cleanup::changes(items, &placement, &stages);
+            cleanup::cleanup_handover(items, &changes, &settings)
+        }
+        Step::Cleanup => {
+            cleanup::check_chain_state(items, &placement, &settings, fc)?;
+            let changes = cleanup::changes(items, &placement, &stages);
+            cleanup::cleanup(items, &changes, &settings, observed_item)?
         }
     };
     results.append(&mut outcome.results);
