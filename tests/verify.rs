@@ -491,3 +491,29 @@ fn unreadable_input_fails_with_a_message_never_a_panic() {
         run.stderr
     );
 }
+
+/// The catalog's gate-failing example (examples/announcer-gate-fails-cutover): the command its
+/// README shows prints `expected-stdout.txt` and exits 1.
+#[test]
+fn the_gate_failing_example_prints_its_findings() {
+    let dir = common::root().join("examples/announcer-gate-fails-cutover");
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    let command = "cutover verify cutover --plan plan.yaml --now 2026-12-01T12:00:30Z < live.yaml";
+    assert!(readme.contains(command), "the README shows the command");
+    let mut cmd = Command::new(common::bin());
+    cmd.current_dir(&dir).args([
+        "verify",
+        "cutover",
+        "--plan",
+        "plan.yaml",
+        "--now",
+        "2026-12-01T12:00:30Z",
+    ]);
+    let run = run_with_stdin(cmd, &std::fs::read(dir.join("live.yaml")).unwrap());
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let want = std::fs::read_to_string(dir.join("expected-stdout.txt")).unwrap();
+    assert_eq!(run.stdout_str(), want);
+    for line in want.lines() {
+        assert!(readme.contains(line), "the README shows {line}");
+    }
+}
