@@ -316,9 +316,23 @@ fn the_plan_reads_as_verify_s_plan() {
         .iter()
         .find(|i| i["kind"] == "ConfigMap" && is_chain(i))
         .unwrap();
+    let text = cm["data"]["plan.yaml"].as_str().unwrap();
+    // The observed state, then the expected end state: the pool and policy the cutover leaves,
+    // and the policy announcing each Service the package holds.
+    let parsed = cutover::verify::Plan::parse(text).unwrap();
+    let expected = parsed.expected.unwrap();
+    assert_eq!(expected.cilium_pools, BTreeSet::from(["public".to_owned()]));
+    assert_eq!(
+        expected.cilium_l2_policies,
+        BTreeSet::from(["public".to_owned()])
+    );
+    assert_eq!(
+        expected.announced_by["shop/web"],
+        BTreeSet::from(["public".to_owned()])
+    );
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("plan.yaml");
-    std::fs::write(&plan, cm["data"]["plan.yaml"].as_str().unwrap()).unwrap();
+    std::fs::write(&plan, text).unwrap();
     let live = std::fs::read(common::root().join("tests/verify/before.yaml")).unwrap();
     let mut child = Command::new(common::bin())
         .args(["verify", "stop-speaker", "--plan"])

@@ -517,3 +517,74 @@ fn the_gate_failing_example_prints_its_findings() {
         assert!(readme.contains(line), "the README shows {line}");
     }
 }
+
+/// The plan as the orchestrated chain writes it: the observed state, then the expected end
+/// state (tests/verify/expected.yaml: the pool and policy the cutover leaves, the policy that
+/// announces each Service).
+fn plan_with_expected(extra: &str) -> tempfile::TempPath {
+    let observed = std::fs::read_to_string(dir().join("plan.yaml")).unwrap();
+    let expected = std::fs::read_to_string(dir().join("expected.yaml")).unwrap();
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    use std::io::Write as _;
+    write!(file, "{observed}---\n{expected}{extra}").unwrap();
+    file.into_temp_path()
+}
+
+fn verify_with(plan: &Path, gate: &str, input: &str) -> Run {
+    let mut cmd = Command::new(common::bin());
+    cmd.args(["verify", gate, "--plan"])
+        .arg(plan)
+        .args(["--now", NOW]);
+    run_with_stdin(cmd, input.as_bytes())
+}
+
+/// With the expected end state, the cutover and cleanup gates also check that the Cilium pools
+/// and L2 policies are the plan's, and that each Lease holder is a node one of the plan's
+/// policies for the Service selects; without it (every other test) they do not.
+#[test]
+fn the_expected_end_state_is_checked_by_the_cutover_and_cleanup_gates() {
+    let plan = plan_with_expected("");
+    let state = live("cutover");
+    for gate in ["cutover", "cleanup"] {
+        let run = verify_with(&plan, gate, &state);
+        assert_eq!(run.code, 0, "{}{}", run.stdout_str(), run.stderr);
+    }
+    // A second policy selecting every node: not the plan's. The Lease of shop/web is held by
+    // w1, which the foreign policy selects too; the plan's policy still does, so only the
+    // policy is a finding.
+    let foreign = format!(
+        "{state}- apiVersion: cilium.io/v2alpha1\n  kind: CiliumL2AnnouncementPolicy\n  metadata: {{name: all-nodes}}\n  spec: {{loadBalancerIPs: true}}\n"
+    );
+    let run = verify_with(&plan, "cutover", &foreign);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stdout_str().lines().next().unwrap(),
+        "cutover verify: cutover: CiliumL2AnnouncementPolicy all-nodes is not in the plan's expected end state: it may announce from nodes the cutover did not choose"
+    );
+    assert_eq!(run.stdout_str().lines().count(), 2, "{}", run.stdout_str());
+    // The plan's policy renamed: missing, the renamed one foreign, and the Leases held by
+    // nodes none of the plan's policies selects (the live policy would justify them).
+    let renamed = edit(
+        &state,
+        "metadata: {name: cutover-lan, labels: {app.kubernetes.io/managed-by: cutover}}\n  spec:\n    loadBalancerIPs",
+        "metadata: {name: renamed}\n  spec:\n    loadBalancerIPs",
+    );
+    let run = verify_with(&plan, "cutover", &renamed);
+    let out = run.stdout_str();
+    assert_eq!(run.code, 1);
+    for line in [
+        "cutover verify: cutover: CiliumL2AnnouncementPolicy cutover-lan of the plan's expected end state is missing",
+        "cutover verify: cutover: CiliumL2AnnouncementPolicy renamed is not in the plan's expected end state: it may announce from nodes the cutover did not choose",
+        "cutover verify: cutover: Service shop/web: Lease kube-system/cilium-l2announce-shop-web is held by w1, which none of the plan's CiliumL2AnnouncementPolicies for it (cutover-lan) selects (selected: none)",
+    ] {
+        assert!(out.contains(&format!("{line}\n")), "{out}");
+    }
+    // Without the expected end state the renamed policy is as good as the plan's.
+    assert_eq!(verify("cutover", &renamed, &[]).code, 0);
+    // An expected end state that does not read names its field.
+    let bad = plan_with_expected("unknown: 1\n");
+    let run = verify_with(&bad, "cutover", &state);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("ExpectedState"), "{}", run.stderr);
+    assert!(run.stderr.contains("unknown"), "{}", run.stderr);
+}

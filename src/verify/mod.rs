@@ -8,7 +8,10 @@
 //! The plan is the `ObservedState` item `cutover observe` wrote before `prepare` (the one the
 //! function reads): its `services` (`<namespace>/<name>: <ip>[,<ip>]`) are the IPs that must
 //! survive every phase, its `nodes` the nodes MetalLB's speaker never announced from. A
-//! hand-written plan needs only `services`.
+//! hand-written plan needs only `services`. The orchestrated chain's plan adds, as a second
+//! document, the `ExpectedState` ([`crate::modes::announcer::expected`]): the Cilium pools and
+//! L2 policies after cutover and the policies announcing each Service, which the cutover and
+//! cleanup gates check.
 //!
 //! Each gate is a list of named checks; each check returns its findings (one per object that
 //! fails it). Exit 0 without findings, 1 with findings or unreadable input, 2 on bad arguments.
@@ -69,7 +72,9 @@ GATE:
                    no pool Conflicting; no CiliumL2AnnouncementPolicy, no held L2 Lease
     stop-speaker   IPs kept; no MetalLB speaker or controller pod Running or Pending
     cutover        IPs kept; each Service's Lease cilium-l2announce-<ns>-<name> held, unexpired,
-                   by a node a CiliumL2AnnouncementPolicy selects and MetalLB did not exclude
+                   by a node a CiliumL2AnnouncementPolicy selects and MetalLB did not exclude;
+                   with an expected end state: its pools and policies exist, no other L2
+                   policy does, and the holder is selected by one of its policies
     cleanup        as cutover, and no MetalLB pod Running or Pending, no MetalLB IPAddressPool
                    or L2Advertisement left (the only gate that reads them: give it
                    ipaddresspools.metallb.io,l2advertisements.metallb.io while MetalLB's CRDs
@@ -77,7 +82,9 @@ GATE:
 
 OPTIONS:
     --plan FILE              the ObservedState item `cutover observe` wrote before prepare
-                             (at least `services: {<ns>/<name>: <ip>[,<ip>]}`)
+                             (at least `services: {<ns>/<name>: <ip>[,<ip>]}`), optionally
+                             followed (after `---`) by the ExpectedState item the
+                             orchestrated chain writes (its plan ConfigMap holds both)
     --cilium-namespace NS    where Cilium's Leases live (default kube-system)
     --now RFC3339            the time Leases are judged at (default: now)
 
@@ -220,6 +227,8 @@ pub enum Check {
     LeaseHeld,
     /// No MetalLB pool or advertisement is left.
     MetallbRemoved,
+    /// The Cilium pools and L2 policies are those of the plan's expected end state.
+    ExpectedObjects,
 }
 
 /// One object failing one check.
@@ -302,9 +311,10 @@ pub fn check(gate: Gate, ctx: &Context<'_>) -> Vec<Finding> {
             no_foreign_announcer,
         ],
         Gate::StopSpeaker => &[ips_kept, speaker_stopped, controller_stopped],
-        Gate::Cutover => &[ips_kept, lease_held],
+        Gate::Cutover => &[ips_kept, expected_objects, lease_held],
         Gate::Cleanup => &[
             ips_kept,
+            expected_objects,
             lease_held,
             speaker_stopped,
             controller_stopped,

@@ -148,7 +148,6 @@ fn gates_through_the_model(case: &str, version: &str) {
     let live = load(case, "live.yaml");
     let before = load(case, "before.yaml");
     let observed = observe(&live);
-    let plan = Plan::parse(&serde_yaml::to_string(&observed).unwrap()).unwrap();
     let mut items = before.clone();
     items.push(observed);
     let handed = run_items(
@@ -161,6 +160,16 @@ fn gates_through_the_model(case: &str, version: &str) {
         )
     };
     let chain = run_items(&handed, &step("chain"));
+    // The gates' plan: the chain's plan ConfigMap (observed state and expected end state).
+    let cm = chain
+        .iter()
+        .find(|i| i["kind"] == "ConfigMap" && is_chain(i))
+        .unwrap();
+    let plan = Plan::parse(cm["data"]["plan.yaml"].as_str().unwrap()).unwrap();
+    assert!(
+        plan.expected.is_some(),
+        "{case}: the plan has no expected end state"
+    );
     let cleaned = run_items(
         &run_items(&chain, &step("cleanup-handover")),
         &step("cleanup"),

@@ -199,7 +199,7 @@ pub(super) fn cleanup(
     items: &[Value],
     changes: &BTreeMap<usize, Option<Value>>,
     settings: &Settings,
-    observed_item: &Value,
+    plan: &str,
 ) -> Result<Outcome, Vec<KrmResult>> {
     let protected: Vec<KrmResult> = changes
         .iter()
@@ -253,14 +253,7 @@ pub(super) fn cleanup(
         }
     }
     let files = payload_files(items, settings, |i| matches!(changes.get(&i), Some(None)));
-    regenerate(
-        items,
-        settings,
-        &files,
-        observed_item,
-        &WITH_CLEANUP,
-        &mut outcome,
-    )?;
+    regenerate(items, settings, &files, plan, &WITH_CLEANUP, &mut outcome)?;
     outcome.results.push(KrmResult::info(format!(
         "cleanup: Kustomization {} (after {}) is Ready when gate cleanup passes: IPs kept, every Lease held, no \
          MetalLB pod, pool or advertisement left; publish {}/ at {} and commit",

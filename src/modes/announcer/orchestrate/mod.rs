@@ -34,6 +34,7 @@ pub use config::*;
 pub use gate::{LIVE_RESOURCES, METALLB_RESOURCES};
 
 use super::config::LoadBalancerAnnouncerSpec;
+use super::expected::ExpectedState;
 use super::observed;
 use crate::krm::{KrmObject, KrmResult, Outcome};
 use handover::{check_handed_over, handover};
@@ -115,12 +116,14 @@ fn plan(
         return Err(split);
     }
     let mut results = stages.warnings.clone();
+    // The plan: the observed state, and the end state phase cutover leaves.
+    let plan = payload::plan_text(observed_item, &ExpectedState::of(&stages.after[2]));
     results.extend(settings::unpinned_images(orchestrate, fc));
     let mut outcome = match orchestrate.step {
         Step::Handover => handover(items, &placement, &settings),
         Step::Chain => {
             check_handed_over(items, &placement, &settings)?;
-            emit(items, &placement, &settings, observed_item)?
+            emit(items, &placement, &settings, &plan)?
         }
         Step::CleanupHandover => {
             cleanup::check_chain_state(items, &placement, &settings, fc)?;
@@ -130,7 +133,7 @@ fn plan(
         Step::Cleanup => {
             cleanup::check_chain_state(items, &placement, &settings, fc)?;
             let changes = cleanup::changes(items, &placement, &stages);
-            cleanup::cleanup(items, &changes, &settings, observed_item)?
+            cleanup::cleanup(items, &changes, &settings, &plan)?
         }
     };
     results.append(&mut outcome.results);

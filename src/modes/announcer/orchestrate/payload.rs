@@ -15,6 +15,7 @@ use super::settings::Settings;
 use super::{NAME_PREFIX, flux, gate, rbac};
 use crate::krm::object::set_file;
 use crate::krm::{Edit, KrmObject, KrmResult, Outcome};
+use crate::modes::announcer::expected::ExpectedState;
 
 fn to_value<T: Serialize>(obj: &T) -> Value {
     serde_yaml::to_value(obj).expect("k8s objects serialize to YAML")
@@ -48,8 +49,9 @@ fn phase_of_dir(settings: &Settings, path: &str) -> Option<Phase> {
     PHASES.into_iter().find(|p| p.as_str() == dir)
 }
 
-/// The plan the gates read: the `ObservedState` item without orchestrator annotations.
-fn plan_text(observed_item: &Value) -> String {
+/// The plan the gates read: the `ObservedState` item without orchestrator annotations (the
+/// observed state), then the `ExpectedState` item (the expected end state).
+pub(super) fn plan_text(observed_item: &Value, expected: &ExpectedState) -> String {
     let mut item = observed_item.clone();
     if let Some(Value::Mapping(a)) = item
         .get_mut("metadata")
@@ -60,7 +62,9 @@ fn plan_text(observed_item: &Value) -> String {
                 .is_some_and(crate::krm::annotations::is_orchestrator_annotation)
         });
     }
-    serde_yaml::to_string(&item).unwrap_or_default()
+    let observed = serde_yaml::to_string(&item).unwrap_or_default();
+    let expected = serde_yaml::to_string(&expected.to_item()).unwrap_or_default();
+    format!("{observed}---\n{expected}")
 }
 
 /// Step `chain`: the edits.
@@ -68,7 +72,7 @@ pub(super) fn emit(
     items: &[Value],
     placement: &Placement,
     settings: &Settings,
-    observed_item: &Value,
+    plan: &str,
 ) -> Result<Outcome, Vec<KrmResult>> {
     let mut outcome = Outcome::default();
     let mut files = payload_files(items, settings, |index| {
@@ -116,7 +120,7 @@ pub(super) fn emit(
             .about(&items[*index]),
         );
     }
-    regenerate(items, settings, &files, observed_item, &CHAIN, &mut outcome)?;
+    regenerate(items, settings, &files, plan, &CHAIN, &mut outcome)?;
     outcome.results.push(KrmResult::info(format!(
         "chain: Kustomizations {} → {} → {}, each Ready when its gate Job passes; publish {}/ at {} and commit",
         flux::unit_name(Phase::Prepare),
@@ -162,11 +166,11 @@ pub(super) fn regenerate(
     items: &[Value],
     settings: &Settings,
     files: &BTreeMap<Phase, BTreeSet<String>>,
-    observed_item: &Value,
+    plan: &str,
     units: &[Unit],
     outcome: &mut Outcome,
 ) -> Result<(), Vec<KrmResult>> {
-    let generated = chain_objects(settings, files, &plan_text(observed_item), units);
+    let generated = chain_objects(settings, files, plan, units);
     check_names(items, &generated)?;
     reconcile_chain_objects(items, generated, outcome);
     Ok(())
