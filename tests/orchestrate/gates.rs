@@ -93,6 +93,7 @@ fn phase_gated(
     let mut seen: HashSet<u64> = HashSet::new();
     let mut settled: Vec<Vec<String>> = Vec::new();
     let mut start_findings = None;
+    let (mut explored, mut early) = (0, 0);
     let report = explore_visiting(&t, &mut |v| {
         let findings = judge(p.gate, kinds, plan, v);
         start_findings.get_or_insert(findings.clone());
@@ -100,6 +101,8 @@ fn phase_gated(
             settled.push(findings.clone());
         }
         if findings.is_empty() {
+            explored += 1;
+            early += usize::from(!v.applied);
             let s = v.snapshot();
             if seen.insert(fingerprint(&s)) {
                 passing.push(s);
@@ -141,6 +144,10 @@ fn phase_gated(
             );
         }
     }
+    eprintln!(
+        "{case}: gate {gate}: passed in {explored} explored states ({early} before every change was applied), {} distinct clusters",
+        passing.len()
+    );
     (t.settled(), passing.len())
 }
 
@@ -227,8 +234,9 @@ fn gates_through_the_model(case: &str, version: &str) {
             _ => LIVE_RESOURCES.to_owned(),
         };
         let (settled, passing) = phase_gated(case, &phases, i, state, &plan, &kinds);
-        eprintln!(
-            "{case}: gate {}: passed in {passing} distinct states",
+        assert!(
+            passing > 0,
+            "{case}: gate {} never passes",
             phases[i].gate.name()
         );
         state = settled;
