@@ -30,7 +30,7 @@ pub struct Orchestrate {
     /// `/stop-speaker`, `/cutover`); publish it as `source.path` in `source.sourceRef`. It must
     /// lie outside what the package's own Flux Kustomization builds.
     pub payload_dir: String,
-    /// Where the payload directory is published (required for `step: chain`).
+    /// Where the payload directory is published (required for steps `chain` and `cleanup`).
     pub source: Option<ChainSource>,
     /// Namespace of the chained Flux Kustomizations (next to the one that applies the package).
     pub flux_namespace: String,
@@ -41,7 +41,7 @@ pub struct Orchestrate {
     /// Image of the gate container: needs `/bin/sh` and `kubectl`. Pin it by digest
     /// (`repo@sha256:…`); a tag-only image is a warning.
     pub kubectl_image: ImageRef,
-    /// The cutover image (required for `step: chain`): an init container copies its `/cutover`
+    /// The cutover image (required for steps `chain` and `cleanup`): an init container copies its `/cutover`
     /// binary into the gate pod. Pin it by digest.
     pub cutover_image: Option<ImageRef>,
     /// `spec.interval` of the chained Kustomizations.
