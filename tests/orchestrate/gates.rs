@@ -252,3 +252,71 @@ fn every_state_a_gate_passes_in_is_safe_for_the_next_phase_sharing_auto_on_1_16_
 fn every_state_a_gate_passes_in_is_safe_for_the_next_phase_operator_restart_on_1_18_1() {
     gates_through_the_model("operator-restart", "1.18.1");
 }
+
+/// `model_items` is the other way of `snapshot`: every state of a phase read back from its live
+/// objects is the same cluster (the objects, statuses and processes the gates look at).
+#[test]
+fn model_items_read_back_as_the_state_they_came_from() {
+    let (case, version) = ("sharing-auto", "1.16.2");
+    let live = load(case, "live.yaml");
+    let before = load(case, "before.yaml");
+    let mut items = before.clone();
+    items.push(observe(&live));
+    let prepared = run_items(
+        &items,
+        &format!("  ciliumVersion: {version}\n  phase: prepare\n"),
+    );
+    let mut o = Options::new(CiliumVersion::parse(version).unwrap());
+    o.services_first = true;
+    let t = Transition::new(&live, &before, &prepared, o);
+    let now: Timestamp = "2026-12-01T12:00:00Z".parse().unwrap();
+    let mut states = 0;
+    explore_visiting(&t, &mut |v| {
+        states += 1;
+        let back = snapshot(&verify::model_items(
+            v.cluster,
+            v.lbipam,
+            CILIUM_NAMESPACE,
+            now,
+        ))
+        .cluster;
+        let c = v.cluster;
+        let status = |c: &cutover::modes::announcer::model::state::Cluster| -> Vec<_> {
+            c.services
+                .iter()
+                .map(|(k, s)| (k.clone(), s.status.clone(), s.spec.class.clone()))
+                .collect()
+        };
+        assert_eq!(status(&back), status(c));
+        let nodes = |c: &cutover::modes::announcer::model::state::Cluster| -> Vec<_> {
+            c.nodes
+                .iter()
+                .map(|n| (n.name.clone(), n.labels.clone(), n.network_unavailable))
+                .collect()
+        };
+        assert_eq!(nodes(&back), nodes(c));
+        assert_eq!(back.policies, c.policies);
+        assert_eq!(
+            back.mlb_pools.keys().collect::<Vec<_>>(),
+            c.mlb_pools.keys().collect::<Vec<_>>()
+        );
+        assert_eq!(
+            back.adverts.keys().collect::<Vec<_>>(),
+            c.adverts.keys().collect::<Vec<_>>()
+        );
+        let pools = |c: &cutover::modes::announcer::model::state::Cluster| -> Vec<_> {
+            c.cilium_pools
+                .iter()
+                .map(|(n, p)| {
+                    (
+                        n.clone(),
+                        p.blocks.iter().map(|b| b.interval).collect::<Vec<_>>(),
+                        p.selector.clone(),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(pools(&back), pools(c));
+    });
+    assert!(states > 1, "{states}");
+}
