@@ -4,7 +4,8 @@
 //! Pipeline: `settings` (validated config) → `chain` (the phases run in order, every object
 //! given to the first phase that changes it) → `handover` (the hand-over step, or its check) →
 //! `payload` (the edits: payloads, Kustomizations from `flux`, gates from `gate`, shared access
-//! and plan from `rbac`).
+//! and plan from `rbac`); after the chain, `cleanup` (the chain state checked, then steps
+//! `cleanup-handover` and `cleanup`: the changes the chain left, the cleanup gate).
 //!
 //! Ownership: an object the chain changes moves from the package's Kustomization to one
 //! phase's. kustomize-controller prunes only objects whose live labels
