@@ -86,5 +86,19 @@ for phase in prepare stop-speaker cutover; do
 done
 log "Leases:"
 kubectl -n kube-system get leases | grep cilium-l2announce | tee -a "$LOG" || true
+
+# The cleanup: prune: disabled off MetalLB's objects, applied, then MetalLB removed.
+render_commit_push cleanup-handover "LB cutover: cleanup hand-over (prune no longer disabled)"
+flux reconcile kustomization "$PAYLOAD-stop-speaker" --with-source
+log "MetalLB release annotations (no prune: disabled expected):"
+kubectl get helmreleases.helm.toolkit.fluxcd.io -A -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name} {.metadata.annotations.kustomize\.toolkit\.fluxcd\.io/prune}{"\n"}{end}' | tee -a "$LOG"
+render_commit_push cleanup "LB cutover: cleanup (MetalLB removed)"
+until ready "$PAYLOAD-cleanup"; do sleep 2; done
+log "$PAYLOAD-cleanup Ready"
+metallb=""
+for r in ipaddresspools.metallb.io l2advertisements.metallb.io; do
+  kubectl get "$r" -A -o name >/dev/null 2>&1 && metallb="$metallb,$r"
+done
+kubectl get "$LIVE$metallb" -A -o yaml | cutover verify cleanup --plan "$(dirname "$LOG")/plan.yaml" | tee -a "$LOG" || true
 log "done. The ARP-less window: from the first speaker pod's exit to the first Lease's acquireTime"
 log "(and, on the L2 segment, tcpdump -n arp and host <VIP> from the speaker's stop to Cilium's GARP)."

@@ -6,9 +6,14 @@
 //! the transition model in `dependsOn` order keeps every invariant; the refusals name their field.
 //!
 //! This file holds the output checks and the helpers; `orchestrate/kpt.rs` the real kpt and
-//! kubectl kustomize runs, `orchestrate/model.rs` the transition model.
+//! kubectl kustomize runs, `orchestrate/model.rs` the transition model, `orchestrate/gates.rs`
+//! the gates judged in the model's states, `orchestrate/cleanup.rs` the two cleanup steps.
 
+#[path = "orchestrate/cleanup.rs"]
+mod cleanup;
 mod common;
+#[path = "orchestrate/gates.rs"]
+mod gates;
 #[path = "orchestrate/kpt.rs"]
 mod kpt;
 #[path = "orchestrate/model.rs"]
@@ -62,7 +67,14 @@ fn chain_output() -> Vec<Value> {
 
 #[test]
 fn every_chain_object_validates_and_every_gate_pod_is_restricted() {
-    let items = chain_output();
+    let kinds = validate_chain_objects(&chain_output());
+    assert_eq!(kinds["Job"], 3);
+    assert_eq!(kinds["Kustomization"], 7, "3 Flux units, 4 kustomize files");
+}
+
+/// Validates every chain object (Flux CRD, k8s-openapi types, Pod Security "restricted", the
+/// gate script parses, read-only RBAC) and every Cilium object; returns the chain's kinds.
+fn validate_chain_objects(items: &[Value]) -> BTreeMap<String, usize> {
     let chain: Vec<&Value> = items.iter().filter(|i| is_chain(i)).collect();
     let mut kinds = BTreeMap::new();
     for obj in &chain {
@@ -118,6 +130,8 @@ fn every_chain_object_validates_and_every_gate_pod_is_restricted() {
                     "leases",
                     "ciliumloadbalancerippools",
                     "ciliuml2announcementpolicies",
+                    "ipaddresspools",
+                    "l2advertisements",
                 ]
                 .map(String::from)
                 .into();
@@ -136,10 +150,8 @@ fn every_chain_object_validates_and_every_gate_pod_is_restricted() {
             other => panic!("unexpected chain object {other:?}"),
         }
     }
-    assert_eq!(kinds["Job"], 3);
-    assert_eq!(kinds["Kustomization"], 7, "3 Flux units, 4 kustomize files");
     // Every other generated object (pools, policies) validates against Cilium's CRDs.
-    for item in &items {
+    for item in items {
         if item["apiVersion"]
             .as_str()
             .unwrap()
@@ -148,6 +160,7 @@ fn every_chain_object_validates_and_every_gate_pod_is_restricted() {
             crd::validate(item).unwrap_or_else(|e| panic!("{e:?}"));
         }
     }
+    kinds
 }
 
 #[test]
@@ -303,9 +316,23 @@ fn the_plan_reads_as_verify_s_plan() {
         .iter()
         .find(|i| i["kind"] == "ConfigMap" && is_chain(i))
         .unwrap();
+    let text = cm["data"]["plan.yaml"].as_str().unwrap();
+    // The observed state, then the expected end state: the pool and policy the cutover leaves,
+    // and the policy announcing each Service the package holds.
+    let parsed = cutover::verify::Plan::parse(text).unwrap();
+    let expected = parsed.expected.unwrap();
+    assert_eq!(expected.cilium_pools, BTreeSet::from(["public".to_owned()]));
+    assert_eq!(
+        expected.cilium_l2_policies,
+        BTreeSet::from(["public".to_owned()])
+    );
+    assert_eq!(
+        expected.announced_by["shop/web"],
+        BTreeSet::from(["public".to_owned()])
+    );
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("plan.yaml");
-    std::fs::write(&plan, cm["data"]["plan.yaml"].as_str().unwrap()).unwrap();
+    std::fs::write(&plan, text).unwrap();
     let live = std::fs::read(common::root().join("tests/verify/before.yaml")).unwrap();
     let mut child = Command::new(common::bin())
         .args(["verify", "stop-speaker", "--plan"])

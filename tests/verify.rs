@@ -85,7 +85,7 @@ fn the_plan_is_what_cutover_observe_writes_from_the_state_before_prepare() {
 
 #[test]
 fn each_gate_passes_on_its_recorded_state() {
-    for gate in ["prepare", "stop-speaker", "cutover"] {
+    for gate in ["prepare", "stop-speaker", "cutover", "cleanup"] {
         let run = verify(gate, &live(gate), &[]);
         assert_eq!(run.code, 0, "{gate}: {}{}", stdout(&run), run.stderr);
         assert_eq!(
@@ -99,7 +99,7 @@ fn each_gate_passes_on_its_recorded_state() {
 /// Every gate checks the IPs: stripped, changed, partly changed, or the Service gone.
 #[test]
 fn every_gate_fails_when_an_ip_is_stripped_or_changed() {
-    for gate in ["prepare", "stop-speaker", "cutover"] {
+    for gate in ["prepare", "stop-speaker", "cutover", "cleanup"] {
         let state = live(gate);
         let stripped = edit(&state, "ingress: [{ip: 10.0.0.5}]", "ingress: []");
         assert_findings(
@@ -379,12 +379,14 @@ fn cutover_fails_unless_each_lease_is_held_unexpired_by_an_allowed_node() {
 }
 
 #[test]
-fn cutover_fails_while_metallb_objects_are_left() {
+fn cleanup_fails_while_metallb_objects_are_left_and_cutover_does_not_read_them() {
     let prepare = live("prepare");
     let start = prepare.find("- apiVersion: metallb.io/v1beta1").unwrap();
-    let left = format!("{}{}", live("cutover"), &prepare[start..]);
+    let left = format!("{}{}", live("cleanup"), &prepare[start..]);
+    // The cutover gate is about Cilium announcing; MetalLB's objects are the cleanup's.
+    assert_eq!(verify("cutover", &left, &[]).code, 0);
     assert_findings(
-        "cutover",
+        "cleanup",
         &left,
         &[
             "MetalLB IPAddressPool metallb-system/lan is left: remove MetalLB",
@@ -488,4 +490,101 @@ fn unreadable_input_fails_with_a_message_never_a_panic() {
         "{}",
         run.stderr
     );
+}
+
+/// The catalog's gate-failing example (examples/announcer-gate-fails-cutover): the command its
+/// README shows prints `expected-stdout.txt` and exits 1.
+#[test]
+fn the_gate_failing_example_prints_its_findings() {
+    let dir = common::root().join("examples/announcer-gate-fails-cutover");
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    let command = "cutover verify cutover --plan plan.yaml --now 2026-12-01T12:00:30Z < live.yaml";
+    assert!(readme.contains(command), "the README shows the command");
+    let mut cmd = Command::new(common::bin());
+    cmd.current_dir(&dir).args([
+        "verify",
+        "cutover",
+        "--plan",
+        "plan.yaml",
+        "--now",
+        "2026-12-01T12:00:30Z",
+    ]);
+    let run = run_with_stdin(cmd, &std::fs::read(dir.join("live.yaml")).unwrap());
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let want = std::fs::read_to_string(dir.join("expected-stdout.txt")).unwrap();
+    assert_eq!(run.stdout_str(), want);
+    for line in want.lines() {
+        assert!(readme.contains(line), "the README shows {line}");
+    }
+}
+
+/// The plan as the orchestrated chain writes it: the observed state, then the expected end
+/// state (tests/verify/expected.yaml: the pool and policy the cutover leaves, the policy that
+/// announces each Service).
+fn plan_with_expected(extra: &str) -> tempfile::TempPath {
+    let observed = std::fs::read_to_string(dir().join("plan.yaml")).unwrap();
+    let expected = std::fs::read_to_string(dir().join("expected.yaml")).unwrap();
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    use std::io::Write as _;
+    write!(file, "{observed}---\n{expected}{extra}").unwrap();
+    file.into_temp_path()
+}
+
+fn verify_with(plan: &Path, gate: &str, input: &str) -> Run {
+    let mut cmd = Command::new(common::bin());
+    cmd.args(["verify", gate, "--plan"])
+        .arg(plan)
+        .args(["--now", NOW]);
+    run_with_stdin(cmd, input.as_bytes())
+}
+
+/// With the expected end state, the cutover and cleanup gates also check that the Cilium pools
+/// and L2 policies are the plan's, and that each Lease holder is a node one of the plan's
+/// policies for the Service selects; without it (every other test) they do not.
+#[test]
+fn the_expected_end_state_is_checked_by_the_cutover_and_cleanup_gates() {
+    let plan = plan_with_expected("");
+    let state = live("cutover");
+    for gate in ["cutover", "cleanup"] {
+        let run = verify_with(&plan, gate, &state);
+        assert_eq!(run.code, 0, "{}{}", run.stdout_str(), run.stderr);
+    }
+    // A second policy selecting every node: not the plan's. The Lease of shop/web is held by
+    // w1, which the foreign policy selects too; the plan's policy still does, so only the
+    // policy is a finding.
+    let foreign = format!(
+        "{state}- apiVersion: cilium.io/v2alpha1\n  kind: CiliumL2AnnouncementPolicy\n  metadata: {{name: all-nodes}}\n  spec: {{loadBalancerIPs: true}}\n"
+    );
+    let run = verify_with(&plan, "cutover", &foreign);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stdout_str().lines().next().unwrap(),
+        "cutover verify: cutover: CiliumL2AnnouncementPolicy all-nodes is not in the plan's expected end state: it may announce from nodes the cutover did not choose"
+    );
+    assert_eq!(run.stdout_str().lines().count(), 2, "{}", run.stdout_str());
+    // The plan's policy renamed: missing, the renamed one foreign, and the Leases held by
+    // nodes none of the plan's policies selects (the live policy would justify them).
+    let renamed = edit(
+        &state,
+        "metadata: {name: cutover-lan, labels: {app.kubernetes.io/managed-by: cutover}}\n  spec:\n    loadBalancerIPs",
+        "metadata: {name: renamed}\n  spec:\n    loadBalancerIPs",
+    );
+    let run = verify_with(&plan, "cutover", &renamed);
+    let out = run.stdout_str();
+    assert_eq!(run.code, 1);
+    for line in [
+        "cutover verify: cutover: CiliumL2AnnouncementPolicy cutover-lan of the plan's expected end state is missing",
+        "cutover verify: cutover: CiliumL2AnnouncementPolicy renamed is not in the plan's expected end state: it may announce from nodes the cutover did not choose",
+        "cutover verify: cutover: Service shop/web: Lease kube-system/cilium-l2announce-shop-web is held by w1, which none of the plan's CiliumL2AnnouncementPolicies for it (cutover-lan) selects (selected: none)",
+    ] {
+        assert!(out.contains(&format!("{line}\n")), "{out}");
+    }
+    // Without the expected end state the renamed policy is as good as the plan's.
+    assert_eq!(verify("cutover", &renamed, &[]).code, 0);
+    // An expected end state that does not read names its field.
+    let bad = plan_with_expected("unknown: 1\n");
+    let run = verify_with(&bad, "cutover", &state);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("ExpectedState"), "{}", run.stderr);
+    assert!(run.stderr.contains("unknown"), "{}", run.stderr);
 }

@@ -248,7 +248,8 @@ pub fn controller_stopped(ctx: &Context<'_>) -> Vec<Finding> {
 ///
 /// The holder must also be a node Cilium may announce the Service from: one a
 /// `CiliumL2AnnouncementPolicy` with `loadBalancerIPs` selects for it (the transition model's
-/// [`l2announcer::announcers`], read from the live objects).
+/// [`l2announcer::announcers_by`], read from the live objects) — one of the plan's expected
+/// policies when the plan carries an expected end state ([`holder_problem`]).
 pub fn lease_held(ctx: &Context<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut cluster: Cluster = model::snapshot(&ctx.live.items).cluster;
@@ -307,48 +308,110 @@ pub fn lease_held(ctx: &Context<'_>) -> Vec<Finding> {
                 continue;
             }
         }
-        let live_node = ctx.live.nodes.get(node);
-        let labelled = live_node
-            .and_then(|n| n.metadata.labels.as_ref())
-            .is_some_and(|l| l.contains_key(EXCLUDE_LB_LABEL));
-        if labelled || ctx.plan.excluded_nodes.contains(node) {
-            push(
-                &mut out,
-                format!(
-                    "Lease {at} is held by {node}, a node MetalLB never announced from ({EXCLUDE_LB_LABEL}{})",
-                    if labelled {
-                        ""
-                    } else {
-                        " or NetworkUnavailable, per the plan"
-                    }
-                ),
-            );
-        } else if live_node.is_none() {
-            push(
-                &mut out,
-                format!("Lease {at} is held by {node}, which is no Node of the cluster"),
-            );
-        } else {
-            let key = SvcKey {
-                namespace: ns.clone(),
-                name: svc_name.clone(),
-            };
-            let candidates = l2announcer::announcers(&cluster, &key);
-            if !candidates.contains(node) {
-                let allowed: Vec<&str> = candidates.iter().map(String::as_str).collect();
-                push(
-                    &mut out,
-                    format!(
-                        "Lease {at} is held by {node}, which no CiliumL2AnnouncementPolicy selects for it (selected: {})",
-                        if allowed.is_empty() {
-                            "none".to_owned()
-                        } else {
-                            allowed.join(",")
-                        }
-                    ),
-                );
-            }
+        if let Some(m) = holder_problem(ctx, &cluster, (ns.as_str(), svc_name.as_str()), node, &at)
+        {
+            push(&mut out, m);
         }
+    }
+    out
+}
+
+/// What is wrong with `node` holding the Service's Lease `at`, if anything: a node MetalLB
+/// excluded, no Node, or a node no policy selects for the Service. With an expected end state
+/// in the plan only its policies count: those it lists for the Service (`announcedBy`), or,
+/// for a Service it does not list, any of its `ciliumL2Policies`.
+fn holder_problem(
+    ctx: &Context<'_>,
+    cluster: &Cluster,
+    (ns, svc_name): (&str, &str),
+    node: &str,
+    at: &str,
+) -> Option<String> {
+    let live_node = ctx.live.nodes.get(node);
+    let labelled = live_node
+        .and_then(|n| n.metadata.labels.as_ref())
+        .is_some_and(|l| l.contains_key(EXCLUDE_LB_LABEL));
+    if labelled || ctx.plan.excluded_nodes.contains(node) {
+        return Some(format!(
+            "Lease {at} is held by {node}, a node MetalLB never announced from ({EXCLUDE_LB_LABEL}{})",
+            if labelled {
+                ""
+            } else {
+                " or NetworkUnavailable, per the plan"
+            }
+        ));
+    }
+    if live_node.is_none() {
+        return Some(format!(
+            "Lease {at} is held by {node}, which is no Node of the cluster"
+        ));
+    }
+    let key = SvcKey {
+        namespace: ns.to_owned(),
+        name: svc_name.to_owned(),
+    };
+    let expected = ctx.plan.expected.as_ref();
+    let planned: Option<&BTreeSet<String>> = expected.map(|e| {
+        e.announced_by
+            .get(&format!("{ns}/{svc_name}"))
+            .unwrap_or(&e.cilium_l2_policies)
+    });
+    let candidates =
+        l2announcer::announcers_by(cluster, &key, |p| planned.is_none_or(|set| set.contains(p)));
+    if candidates.contains(node) {
+        return None;
+    }
+    let allowed: Vec<&str> = candidates.iter().map(String::as_str).collect();
+    let selected = if allowed.is_empty() {
+        "none".to_owned()
+    } else {
+        allowed.join(",")
+    };
+    Some(match planned {
+        None => format!(
+            "Lease {at} is held by {node}, which no CiliumL2AnnouncementPolicy selects for it (selected: {selected})"
+        ),
+        Some(set) => format!(
+            "Lease {at} is held by {node}, which none of the plan's CiliumL2AnnouncementPolicies for it ({}) selects (selected: {selected})",
+            set.iter().map(String::as_str).collect::<Vec<_>>().join(",")
+        ),
+    })
+}
+
+/// With an expected end state in the plan: its Cilium pools and L2 policies exist, and no
+/// other L2 policy does (one the cutover did not write may announce from nodes it did not
+/// choose).
+pub fn expected_objects(ctx: &Context<'_>) -> Vec<Finding> {
+    let Some(expected) = ctx.plan.expected.as_ref() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let names = |objs: &[CiliumObject]| -> BTreeSet<String> {
+        objs.iter().map(|o| o.metadata.name.clone()).collect()
+    };
+    let (pools, policies) = (names(&ctx.live.pools), names(&ctx.live.policies));
+    for (kind, want, have) in [
+        ("CiliumLoadBalancerIPPool", &expected.cilium_pools, &pools),
+        (
+            "CiliumL2AnnouncementPolicy",
+            &expected.cilium_l2_policies,
+            &policies,
+        ),
+    ] {
+        for name in want.difference(have) {
+            out.push(finding(
+                Check::ExpectedObjects,
+                format!("{kind} {name} of the plan's expected end state is missing"),
+            ));
+        }
+    }
+    for name in policies.difference(&expected.cilium_l2_policies) {
+        out.push(finding(
+            Check::ExpectedObjects,
+            format!(
+                "CiliumL2AnnouncementPolicy {name} is not in the plan's expected end state: it may announce from nodes the cutover did not choose"
+            ),
+        ));
     }
     out
 }

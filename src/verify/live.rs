@@ -73,6 +73,11 @@ impl Live {
                 );
             }
         };
+        Live::from_items(items.clone())
+    }
+
+    /// Reads the items of kubectl's `List` (or a model state's, [`super::model_items`]).
+    pub fn from_items(items: Vec<Value>) -> Result<Live, String> {
         let mut live = Live::default();
         for (i, item) in items.iter().enumerate() {
             let api_version = item.get("apiVersion").and_then(Value::as_str).unwrap_or("");
@@ -112,7 +117,7 @@ impl Live {
                 _ => {}
             }
         }
-        live.items = items.clone();
+        live.items = items;
         Ok(live)
     }
 }

@@ -8,7 +8,10 @@
 //! The plan is the `ObservedState` item `cutover observe` wrote before `prepare` (the one the
 //! function reads): its `services` (`<namespace>/<name>: <ip>[,<ip>]`) are the IPs that must
 //! survive every phase, its `nodes` the nodes MetalLB's speaker never announced from. A
-//! hand-written plan needs only `services`.
+//! hand-written plan needs only `services`. The orchestrated chain's plan adds, as a second
+//! document, the `ExpectedState` ([`crate::modes::announcer::expected`]): the Cilium pools and
+//! L2 policies after cutover and the policies announcing each Service, which the cutover and
+//! cleanup gates check.
 //!
 //! Each gate is a list of named checks; each check returns its findings (one per object that
 //! fails it). Exit 0 without findings, 1 with findings or unreadable input, 2 on bad arguments.
@@ -28,10 +31,12 @@ use crate::modes::announcer::model::{self, l2announcer, state::Cluster, state::S
 use crate::modes::announcer::observed::{self, EXCLUDE_LB_LABEL, Observed};
 
 mod checks;
+mod from_model;
 mod live;
 mod plan;
 
 use checks::*;
+pub use from_model::model_items;
 pub use live::*;
 pub use plan::*;
 
@@ -67,12 +72,19 @@ GATE:
                    no pool Conflicting; no CiliumL2AnnouncementPolicy, no held L2 Lease
     stop-speaker   IPs kept; no MetalLB speaker or controller pod Running or Pending
     cutover        IPs kept; each Service's Lease cilium-l2announce-<ns>-<name> held, unexpired,
-                   by a node without node.kubernetes.io/exclude-from-external-load-balancers;
-                   no MetalLB IPAddressPool or L2Advertisement left
+                   by a node a CiliumL2AnnouncementPolicy selects and MetalLB did not exclude;
+                   with an expected end state: its pools and policies exist, no other L2
+                   policy does, and the holder is selected by one of its policies
+    cleanup        as cutover, and no MetalLB pod Running or Pending, no MetalLB IPAddressPool
+                   or L2Advertisement left (the only gate that reads them: give it
+                   ipaddresspools.metallb.io,l2advertisements.metallb.io while MetalLB's CRDs
+                   are served)
 
 OPTIONS:
     --plan FILE              the ObservedState item `cutover observe` wrote before prepare
-                             (at least `services: {<ns>/<name>: <ip>[,<ip>]}`)
+                             (at least `services: {<ns>/<name>: <ip>[,<ip>]}`), optionally
+                             followed (after `---`) by the ExpectedState item the
+                             orchestrated chain writes (its plan ConfigMap holds both)
     --cilium-namespace NS    where Cilium's Leases live (default kube-system)
     --now RFC3339            the time Leases are judged at (default: now)
 
@@ -89,6 +101,8 @@ pub enum Gate {
     StopSpeaker,
     /// After `cutover`: Cilium announces every Service from an allowed node.
     Cutover,
+    /// After the cleanup: as `Cutover`, and MetalLB is gone (pods, pools, advertisements).
+    Cleanup,
 }
 
 impl Gate {
@@ -98,6 +112,7 @@ impl Gate {
             "prepare" => Some(Gate::Prepare),
             "stop-speaker" => Some(Gate::StopSpeaker),
             "cutover" => Some(Gate::Cutover),
+            "cleanup" => Some(Gate::Cleanup),
             _ => None,
         }
     }
@@ -108,6 +123,7 @@ impl Gate {
             Gate::Prepare => "prepare",
             Gate::StopSpeaker => "stop-speaker",
             Gate::Cutover => "cutover",
+            Gate::Cleanup => "cleanup",
         }
     }
 }
@@ -153,13 +169,13 @@ impl Args {
                 f if f.starts_with('-') => return Err(format!("unknown option {f:?}")),
                 name if gate.is_none() => {
                     gate = Some(Gate::from_name(name).ok_or(format!(
-                        "unknown gate {name:?}: expected prepare, stop-speaker or cutover"
+                        "unknown gate {name:?}: expected prepare, stop-speaker, cutover or cleanup"
                     ))?);
                 }
                 extra => return Err(format!("unexpected argument {extra:?}")),
             }
         }
-        let gate = gate.ok_or("missing GATE (prepare, stop-speaker or cutover)")?;
+        let gate = gate.ok_or("missing GATE (prepare, stop-speaker, cutover or cleanup)")?;
         let plan = plan.ok_or("missing --plan FILE")?;
         let now = match now {
             Some(t) => Some(
@@ -211,6 +227,8 @@ pub enum Check {
     LeaseHeld,
     /// No MetalLB pool or advertisement is left.
     MetallbRemoved,
+    /// The Cilium pools and L2 policies are those of the plan's expected end state.
+    ExpectedObjects,
 }
 
 /// One object failing one check.
@@ -293,7 +311,15 @@ pub fn check(gate: Gate, ctx: &Context<'_>) -> Vec<Finding> {
             no_foreign_announcer,
         ],
         Gate::StopSpeaker => &[ips_kept, speaker_stopped, controller_stopped],
-        Gate::Cutover => &[ips_kept, lease_held, metallb_removed],
+        Gate::Cutover => &[ips_kept, expected_objects, lease_held],
+        Gate::Cleanup => &[
+            ips_kept,
+            expected_objects,
+            lease_held,
+            speaker_stopped,
+            controller_stopped,
+            metallb_removed,
+        ],
     };
     checks.iter().flat_map(|c| c(ctx)).collect()
 }

@@ -1,12 +1,11 @@
 //! The chain through the real kpt and kubectl kustomize.
 
 use super::*;
-/// The real kpt writes the package; the real kubectl kustomize builds each phase directory into
-/// the objects that phase applies, and the fence at the payload root into nothing.
-#[test]
-fn payload_directories_build_with_kubectl_kustomize() {
-    let src = common::root().join("examples/announcer-orchestrated-cutover");
-    let (_tmp, dir) = common::package_copy(&src);
+/// The real kpt renders `example`; returns a builder: the kinds and names the real kubectl
+/// kustomize builds from a payload sub-directory.
+fn rendered(example: &str) -> (impl Sized, impl Fn(&str) -> BTreeSet<String>) {
+    let src = common::root().join("examples").join(example);
+    let (tmp, dir) = common::package_copy(&src);
     let run = common::run_cmd(
         common::kpt()
             .args(["fn", "render"])
@@ -15,7 +14,7 @@ fn payload_directories_build_with_kubectl_kustomize() {
             .env("PATH", common::path_with_bin()),
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let build = |sub: &str| {
+    let build = move |sub: &str| {
         let run = common::run_cmd(
             Command::new("kubectl")
                 .arg("kustomize")
@@ -34,6 +33,14 @@ fn payload_directories_build_with_kubectl_kustomize() {
             })
             .collect::<BTreeSet<String>>()
     };
+    (tmp, build)
+}
+
+/// The real kpt writes the package; the real kubectl kustomize builds each phase directory into
+/// the objects that phase applies, and the fence at the payload root into nothing.
+#[test]
+fn payload_directories_build_with_kubectl_kustomize() {
+    let (_tmp, build) = rendered("announcer-orchestrated-cutover");
     assert!(build("").is_empty());
     let prepare = build("prepare");
     for want in [
@@ -47,6 +54,26 @@ fn payload_directories_build_with_kubectl_kustomize() {
         assert!(prepare.contains(want), "{want}: {prepare:?}");
     }
     assert!(build("stop-speaker").contains("HelmRelease/metallb"));
+    assert!(build("cutover").contains("CiliumL2AnnouncementPolicy/public"));
+}
+
+/// After the cleanup: stop-speaker builds its gate alone (MetalLB's objects left it), the
+/// cleanup directory its gate, the others as before.
+#[test]
+fn payload_directories_build_after_the_cleanup() {
+    let (_tmp, build) = rendered("announcer-orchestrated-cleanup");
+    assert!(build("").is_empty());
+    let stop = build("stop-speaker");
+    assert_eq!(stop.len(), 1, "{stop:?}");
+    assert!(stop.iter().all(|o| o.starts_with("Job/")), "{stop:?}");
+    let cleanup = build("cleanup");
+    assert_eq!(cleanup.len(), 1, "{cleanup:?}");
+    assert!(
+        cleanup
+            .iter()
+            .all(|o| o.starts_with("Job/cilium-l2-cutover-gate-cleanup-"))
+    );
+    assert!(build("prepare").contains("Service/dns-tcp"));
     assert!(build("cutover").contains("CiliumL2AnnouncementPolicy/public"));
 }
 

@@ -4,7 +4,7 @@
 
 use super::*;
 
-fn load(case: &str, file: &str) -> Vec<Value> {
+pub(crate) fn load(case: &str, file: &str) -> Vec<Value> {
     let path = format!(
         "{}/tests/transitions/{case}/{file}",
         env!("CARGO_MANIFEST_DIR")
@@ -16,7 +16,7 @@ fn load(case: &str, file: &str) -> Vec<Value> {
         .collect()
 }
 
-fn observe(live: &[Value]) -> Value {
+pub(crate) fn observe(live: &[Value]) -> Value {
     let mut list: Value = serde_yaml::from_str("{apiVersion: v1, kind: List}").unwrap();
     list["items"] = Value::Sequence(live.to_vec());
     let mut child = Command::new(common::bin())
@@ -36,7 +36,7 @@ fn observe(live: &[Value]) -> Value {
     serde_yaml::from_slice(&out.stdout).unwrap()
 }
 
-fn run_items(items: &[Value], spec: &str) -> Vec<Value> {
+pub(crate) fn run_items(items: &[Value], spec: &str) -> Vec<Value> {
     let texts: Vec<String> = items
         .iter()
         .map(|v| serde_yaml::to_string(v).unwrap())
@@ -50,7 +50,7 @@ fn run_items(items: &[Value], spec: &str) -> Vec<Value> {
     run.resource_list()["items"].as_sequence().unwrap().clone()
 }
 
-fn identity(item: &Value) -> (String, String, String) {
+pub(crate) fn identity(item: &Value) -> (String, String, String) {
     (
         item["kind"].as_str().unwrap_or("").to_owned(),
         item["metadata"]["namespace"]
@@ -65,7 +65,7 @@ fn identity(item: &Value) -> (String, String, String) {
 /// package's objects as they were, replaced by the chain's version where a phase applied so far
 /// took them over, plus what those phases created. Chain objects (gates, units) and local config
 /// are not the model's business.
-fn applied(before: &[Value], chain: &[Value], phases: &[&str]) -> Vec<Value> {
+pub(crate) fn applied(before: &[Value], chain: &[Value], phases: &[&str]) -> Vec<Value> {
     let mut out: BTreeMap<(String, String, String), Value> =
         before.iter().map(|i| (identity(i), i.clone())).collect();
     for item in chain {

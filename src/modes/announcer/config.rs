@@ -46,7 +46,7 @@ pub struct LoadBalancerAnnouncerSpec {
     /// Flux-orchestrated output (`announcer: cilium` only): instead of the one phase of
     /// `phase`, write the three phases as payload directories applied by chained Flux
     /// Kustomizations, each Ready only when its gate Job (`cutover verify`) passes. Needs the
-    /// `ObservedState` item. See `step` for the two commits it takes.
+    /// `ObservedState` item. See `step` for the commits it takes (two, and two for the cleanup).
     pub orchestrate: Option<Box<super::orchestrate::Orchestrate>>,
     /// `true`: every warning of an `announcer: cilium` run is reported as an error (same message,
     /// tagged `promotedFrom: warning`), so the run exits 1 and no item is changed; for pipelines

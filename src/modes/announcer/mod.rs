@@ -10,6 +10,7 @@ mod cilium;
 mod config;
 mod coverage;
 mod cutover;
+pub mod expected;
 mod helm;
 mod inputs;
 use super::install;

@@ -19,6 +19,16 @@ pub const L2_CLASS: &str = "io.cilium/l2-announcer";
 
 /// The nodes Cilium may announce the Service's status IPs from.
 pub fn announcers(cluster: &Cluster, key: &SvcKey) -> BTreeSet<String> {
+    announcers_by(cluster, key, |_| true)
+}
+
+/// [`announcers`] counting only the policies whose name `policy` accepts (e.g. those a plan
+/// expects).
+pub fn announcers_by(
+    cluster: &Cluster,
+    key: &SvcKey,
+    policy: impl Fn(&str) -> bool,
+) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let Some(svc) = cluster.services.get(key) else {
         return out;
@@ -28,15 +38,15 @@ pub fn announcers(cluster: &Cluster, key: &SvcKey) -> BTreeSet<String> {
         return out;
     }
     let labels = cilium_labels(key, &svc.spec);
-    for policy in cluster.policies.values() {
-        if !policy.load_balancer_ips || !policy.service_selector.matches(&labels) {
+    for (name, p) in &cluster.policies {
+        if !policy(name) || !p.load_balancer_ips || !p.service_selector.matches(&labels) {
             continue;
         }
         out.extend(
             cluster
                 .nodes
                 .iter()
-                .filter(|n| policy.node_selector.matches(&n.labels))
+                .filter(|n| p.node_selector.matches(&n.labels))
                 .map(|n| n.name.clone()),
         );
     }

@@ -22,7 +22,7 @@ pub mod state;
 
 /// The Cilium release number the model is run for.
 pub use super::version::CiliumVersion;
-pub use explore::{Event, Options, Report, Transition, explore};
+pub use explore::{Event, Options, Report, Transition, Visited, explore, explore_visiting};
 pub use invariants::{Finding, Invariant, Violation};
 pub use read::{Snapshot, snapshot};
 

@@ -54,6 +54,10 @@ impl Selector {
             .as_ref()
             .is_none_or(|s| selector::matches(s, labels))
     }
+    /// The selector itself (`None`: selects everything).
+    pub fn selector(&self) -> Option<&LabelSelector> {
+        self.sel.as_ref()
+    }
     /// Canonical text, for messages.
     pub fn canonical(&self) -> &str {
         &self.canon

@@ -12,21 +12,25 @@ use crate::modes::prepull::{ImageRef, SourceRef};
 pub const DEFAULT_KUBECTL_IMAGE: &str =
     "registry.gitlab.com/sylva-projects/sylva-elements/container-images/kube-job:v1.2.1";
 
-/// Flux-orchestrated output (`spec.orchestrate`). Two steps, each its own commit: `handover`
+/// Flux-orchestrated output (`spec.orchestrate`). Four steps, each its own commit: `handover`
 /// marks the objects the chain will take over `kustomize.toolkit.fluxcd.io/prune: disabled`
 /// (let the owning Flux Kustomization apply it), `chain` moves them into the payload
-/// directories and adds the chained Flux Kustomizations, their gate Jobs and the plan.
+/// directories and adds the chained Flux Kustomizations, their gate Jobs and the plan; once the
+/// chain is Ready, `cleanup-handover` takes that annotation off MetalLB's objects and `cleanup`
+/// removes them (Flux prunes them) and MetalLB's annotations, gated by `cutover verify cleanup`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Orchestrate {
     /// `handover` (default): the preparatory commit; `chain`: the chain itself, refused while
-    /// an object it takes over lacks the hand-over annotation.
+    /// an object it takes over lacks the hand-over annotation; `cleanup-handover` and
+    /// `cleanup`: the two commits after the chain, refused on a package the chain step did not
+    /// write.
     pub step: Step,
     /// Package directory the three payloads are written to (`<payloadDir>/prepare`,
     /// `/stop-speaker`, `/cutover`); publish it as `source.path` in `source.sourceRef`. It must
     /// lie outside what the package's own Flux Kustomization builds.
     pub payload_dir: String,
-    /// Where the payload directory is published (required for `step: chain`).
+    /// Where the payload directory is published (required for steps `chain` and `cleanup`).
     pub source: Option<ChainSource>,
     /// Namespace of the chained Flux Kustomizations (next to the one that applies the package).
     pub flux_namespace: String,
@@ -37,7 +41,7 @@ pub struct Orchestrate {
     /// Image of the gate container: needs `/bin/sh` and `kubectl`. Pin it by digest
     /// (`repo@sha256:…`); a tag-only image is a warning.
     pub kubectl_image: ImageRef,
-    /// The cutover image (required for `step: chain`): an init container copies its `/cutover`
+    /// The cutover image (required for steps `chain` and `cleanup`): an init container copies its `/cutover`
     /// binary into the gate pod. Pin it by digest.
     pub cutover_image: Option<ImageRef>,
     /// `spec.interval` of the chained Kustomizations.
@@ -68,7 +72,7 @@ impl Default for Orchestrate {
     }
 }
 
-/// The two commits of an orchestrated cutover.
+/// The commits of an orchestrated cutover.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Step {
@@ -76,6 +80,24 @@ pub enum Step {
     Handover,
     /// Emit the payloads, the chained Kustomizations, the gates and the plan.
     Chain,
+    /// After the chain: drop `kustomize.toolkit.fluxcd.io/prune: disabled` from the objects
+    /// the cleanup removes, so the Kustomization applying them takes it off the live objects.
+    CleanupHandover,
+    /// After `cleanup-handover` was applied: remove MetalLB's objects (Flux prunes them) and
+    /// its annotations, and add the cleanup gate's Kustomization.
+    Cleanup,
+}
+
+impl Step {
+    /// The config value, for messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Step::Handover => "handover",
+            Step::Chain => "chain",
+            Step::CleanupHandover => "cleanup-handover",
+            Step::Cleanup => "cleanup",
+        }
+    }
 }
 
 /// Where the payload directory is published for Flux.
@@ -99,6 +121,9 @@ pub struct GateTimeouts {
     pub stop_speaker: Duration,
     /// Phase cutover: every Service's L2 Lease is acquired (client-side rate limited).
     pub cutover: Duration,
+    /// Step cleanup: Flux prunes MetalLB's release, helm-controller uninstalls it (its CRDs,
+    /// pools and advertisements go with it when the chart owns them).
+    pub cleanup: Duration,
 }
 
 impl Default for GateTimeouts {
@@ -107,6 +132,7 @@ impl Default for GateTimeouts {
             prepare: Duration::parse("15m").expect("valid default"),
             stop_speaker: Duration::parse("5m").expect("valid default"),
             cutover: Duration::parse("5m").expect("valid default"),
+            cleanup: Duration::parse("10m").expect("valid default"),
         }
     }
 }

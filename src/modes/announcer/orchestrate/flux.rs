@@ -62,18 +62,39 @@ struct HealthCheck {
     namespace: String,
 }
 
-/// Name of the Kustomization of `phase`.
-pub fn unit_name(phase: Phase) -> String {
-    format!("{}-{}", super::NAME_PREFIX, phase.as_str())
+/// A Kustomization of the chain: one per phase, and the cleanup's (step `cleanup`), whose
+/// payload is its gate alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Unit {
+    /// The Kustomization applying a phase's payload.
+    Phase(Phase),
+    /// The Kustomization of the cleanup gate (`cutover verify cleanup`).
+    Cleanup,
+}
+
+impl Unit {
+    /// Its directory under the payload directory, its gate and the suffix of its name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unit::Phase(p) => p.as_str(),
+            Unit::Cleanup => "cleanup",
+        }
+    }
+}
+
+impl From<Phase> for Unit {
+    fn from(p: Phase) -> Unit {
+        Unit::Phase(p)
+    }
+}
+
+/// Name of the Kustomization of `unit`.
+pub fn unit_name(unit: impl Into<Unit>) -> String {
+    format!("{}-{}", super::NAME_PREFIX, unit.into().as_str())
 }
 
 /// The Kustomization of `phase`, depending on `after` and health-checking `job`.
-pub fn unit(
-    settings: &Settings,
-    phase: Phase,
-    after: Option<Phase>,
-    job: &str,
-) -> FluxKustomization {
+pub fn unit(settings: &Settings, phase: Unit, after: Option<Unit>, job: &str) -> FluxKustomization {
     let source_ref = settings
         .source_ref
         .clone()

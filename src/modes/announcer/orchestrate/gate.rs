@@ -13,15 +13,22 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::super::config::Phase;
+use super::flux::Unit;
 use super::rbac::{GATE_ACCOUNT, PLAN_CONFIGMAP, PLAN_KEY, meta};
 use super::settings::Settings;
 use crate::modes::prepull::{fnv1a, quantity, resources, restricted_container, restricted_pod};
 
 /// What `kubectl get` reads for every gate: `cutover verify`'s USAGE, without MetalLB's pools
 /// and advertisements: the chain leaves them (inert, the controller stopped) to the cleanup
-/// commit, so the cutover gate must not ask for them.
+/// commits, and only the cleanup gate judges them ([`METALLB_RESOURCES`]).
 pub const LIVE_RESOURCES: &str = "services,nodes,pods,leases.coordination.k8s.io,\
 ciliumloadbalancerippools.cilium.io,ciliuml2announcementpolicies.cilium.io";
+
+/// What the cleanup gate reads besides [`LIVE_RESOURCES`], each while the API server serves
+/// it: uninstalling MetalLB's chart deletes its CRDs (they are templates of its `crds`
+/// subchart, metallb/metallb `charts/metallb/charts/crds/templates/crds.yaml`), and with them
+/// every pool and advertisement; `kubectl get` of a resource no longer served fails.
+pub const METALLB_RESOURCES: &str = "ipaddresspools.metallb.io l2advertisements.metallb.io";
 
 /// Seconds a finished Job stays: a day, far past Flux's health check (which counts a Job with
 /// a TTL that is gone as passed: fluxcd/pkg `ssa/manager_wait.go`, `JobsWithTTL`), so its log
@@ -30,8 +37,21 @@ pub const TTL_SECONDS: i32 = 86_400;
 
 /// The gate's script: read the live objects, verify, retry every 10 s. `ALSO` is a later gate
 /// whose pass also counts (the Job reruns after its TTL, when the chain may be further on).
+/// `OPTIONAL` resources are read while served; one that is not ("the server doesn't have a
+/// resource type") has no objects; any other error fails this round.
 const SCRIPT: &str = r#"set -u
-live() { kubectl get "${RESOURCES}" -A -o yaml; }
+live() {
+  res="${RESOURCES}"
+  for r in ${OPTIONAL}; do
+    if kubectl get "$r" -A -o name >/dev/null 2>/tmp/optional.err; then
+      res="$res,$r"
+    elif ! grep -q "doesn't have a resource type" /tmp/optional.err; then
+      cat /tmp/optional.err >&2
+      return 1
+    fi
+  done
+  kubectl get "$res" -A -o yaml
+}
 verify() { /gate/cutover verify "$1" --plan /plan/plan.yaml --cilium-namespace "${CILIUM_NAMESPACE}"; }
 while :; do
   if live | verify "${GATE}"; then exit 0; fi
@@ -72,16 +92,24 @@ fn empty_dir(name: &str, size: &str) -> Volume {
 }
 
 /// The later gate that also counts for `phase` (see [`SCRIPT`]).
-fn also(phase: Phase) -> &'static str {
+fn also(phase: Unit) -> &'static str {
     match phase {
-        Phase::Prepare => "cutover",
-        Phase::StopSpeaker | Phase::Cutover => "",
+        Unit::Phase(Phase::Prepare) => "cutover",
+        _ => "",
+    }
+}
+
+/// The resources `phase`'s gate reads while served (see [`SCRIPT`]).
+fn optional(phase: Unit) -> &'static str {
+    match phase {
+        Unit::Cleanup => METALLB_RESOURCES,
+        Unit::Phase(_) => "",
     }
 }
 
 /// The gate Job of `phase`; its name carries a hash of its spec and the plan, since a Job is
 /// immutable: a new plan or image gives a new Job, and Flux prunes the old one.
-pub fn job(settings: &Settings, phase: Phase, plan_text: &str) -> Job {
+pub fn job(settings: &Settings, phase: Unit, plan_text: &str) -> Job {
     let uid = settings.run_as_user;
     let deadline = settings.timeout(phase);
     let spec = JobSpec {
@@ -126,6 +154,7 @@ pub fn job(settings: &Settings, phase: Phase, plan_text: &str) -> Job {
                         env("GATE", phase.as_str()),
                         env("ALSO", also(phase)),
                         env("RESOURCES", LIVE_RESOURCES),
+                        env("OPTIONAL", optional(phase)),
                         env("CILIUM_NAMESPACE", &settings.cilium_namespace),
                         // kubectl caches discovery under $HOME; the root filesystem is read-only.
                         env("HOME", "/tmp"),
@@ -177,9 +206,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_prepare_accepts_a_later_gate() {
-        assert_eq!(also(Phase::Prepare), "cutover");
-        assert_eq!(also(Phase::StopSpeaker), "");
-        assert_eq!(also(Phase::Cutover), "");
+    fn only_prepare_accepts_a_later_gate_and_only_cleanup_reads_metallb() {
+        assert_eq!(also(Phase::Prepare.into()), "cutover");
+        assert_eq!(also(Phase::StopSpeaker.into()), "");
+        assert_eq!(also(Phase::Cutover.into()), "");
+        assert_eq!(also(Unit::Cleanup), "");
+        assert_eq!(optional(Unit::Cleanup), METALLB_RESOURCES);
+        assert_eq!(optional(Phase::Cutover.into()), "");
     }
 }

@@ -4,7 +4,8 @@
 //! Pipeline: `settings` (validated config) → `chain` (the phases run in order, every object
 //! given to the first phase that changes it) → `handover` (the hand-over step, or its check) →
 //! `payload` (the edits: payloads, Kustomizations from `flux`, gates from `gate`, shared access
-//! and plan from `rbac`).
+//! and plan from `rbac`); after the chain, `cleanup` (the chain state checked, then steps
+//! `cleanup-handover` and `cleanup`: the changes the chain left, the cleanup gate).
 //!
 //! Ownership: an object the chain changes moves from the package's Kustomization to one
 //! phase's. kustomize-controller prunes only objects whose live labels
@@ -19,6 +20,7 @@
 //! own, in the revision that drops the objects from it).
 
 mod chain;
+mod cleanup;
 mod config;
 mod flux;
 mod gate;
@@ -30,8 +32,10 @@ mod settings;
 use serde_yaml::Value;
 
 pub use config::*;
+pub use gate::{LIVE_RESOURCES, METALLB_RESOURCES};
 
 use super::config::LoadBalancerAnnouncerSpec;
+use super::expected::ExpectedState;
 use super::observed;
 use crate::krm::{KrmObject, KrmResult, Outcome};
 use handover::{check_handed_over, handover};
@@ -112,13 +116,25 @@ fn plan(
     if !split.is_empty() {
         return Err(split);
     }
-    let mut results = stages.warnings;
+    let mut results = stages.warnings.clone();
+    // The plan: the observed state, and the end state phase cutover leaves.
+    let plan = payload::plan_text(observed_item, &ExpectedState::of(&stages.after[2]));
     results.extend(settings::unpinned_images(orchestrate, fc));
     let mut outcome = match orchestrate.step {
         Step::Handover => handover(items, &placement, &settings),
         Step::Chain => {
             check_handed_over(items, &placement, &settings)?;
-            emit(items, &placement, &settings, observed_item)?
+            emit(items, &placement, &settings, &plan)?
+        }
+        Step::CleanupHandover => {
+            cleanup::check_chain_state(items, &placement, &settings, fc)?;
+            let changes = cleanup::changes(items, &placement, &stages);
+            cleanup::cleanup_handover(items, &changes, &settings)
+        }
+        Step::Cleanup => {
+            cleanup::check_chain_state(items, &placement, &settings, fc)?;
+            let changes = cleanup::changes(items, &placement, &stages);
+            cleanup::cleanup(items, &changes, &settings, &plan)?
         }
     };
     results.append(&mut outcome.results);

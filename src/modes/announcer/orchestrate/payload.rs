@@ -9,11 +9,13 @@ use serde_yaml::Value;
 
 use super::super::config::Phase;
 use super::chain::{self, PHASES, Placement, is_chain_object, key, mark_chain_object};
+use super::flux::Unit;
 use super::handover::path_of;
 use super::settings::Settings;
 use super::{NAME_PREFIX, flux, gate, rbac};
 use crate::krm::object::set_file;
 use crate::krm::{Edit, KrmObject, KrmResult, Outcome};
+use crate::modes::announcer::expected::ExpectedState;
 
 fn to_value<T: Serialize>(obj: &T) -> Value {
     serde_yaml::to_value(obj).expect("k8s objects serialize to YAML")
@@ -47,8 +49,9 @@ fn phase_of_dir(settings: &Settings, path: &str) -> Option<Phase> {
     PHASES.into_iter().find(|p| p.as_str() == dir)
 }
 
-/// The plan the gates read: the `ObservedState` item without orchestrator annotations.
-fn plan_text(observed_item: &Value) -> String {
+/// The plan the gates read: the `ObservedState` item without orchestrator annotations (the
+/// observed state), then the `ExpectedState` item (the expected end state).
+pub(super) fn plan_text(observed_item: &Value, expected: &ExpectedState) -> String {
     let mut item = observed_item.clone();
     if let Some(Value::Mapping(a)) = item
         .get_mut("metadata")
@@ -59,7 +62,9 @@ fn plan_text(observed_item: &Value) -> String {
                 .is_some_and(crate::krm::annotations::is_orchestrator_annotation)
         });
     }
-    serde_yaml::to_string(&item).unwrap_or_default()
+    let observed = serde_yaml::to_string(&item).unwrap_or_default();
+    let expected = serde_yaml::to_string(&expected.to_item()).unwrap_or_default();
+    format!("{observed}---\n{expected}")
 }
 
 /// Step `chain`: the edits.
@@ -67,21 +72,12 @@ pub(super) fn emit(
     items: &[Value],
     placement: &Placement,
     settings: &Settings,
-    observed_item: &Value,
+    plan: &str,
 ) -> Result<Outcome, Vec<KrmResult>> {
     let mut outcome = Outcome::default();
-    let mut files: BTreeMap<Phase, BTreeSet<String>> = BTreeMap::new();
-    // Objects already in a phase directory and left as they are (a second run).
-    for (index, item) in items.iter().enumerate() {
-        if is_chain_object(item) || placement.moved.contains_key(&index) {
-            continue;
-        }
-        if let Some(path) = path_of(item)
-            && let Some(phase) = phase_of_dir(settings, path)
-        {
-            files.entry(phase).or_default().insert(path.to_owned());
-        }
-    }
+    let mut files = payload_files(items, settings, |index| {
+        placement.moved.contains_key(&index)
+    });
     for (&index, (phase, item)) in &placement.moved {
         let path = object_file(settings, *phase, item);
         let mut item = item.clone();
@@ -124,9 +120,7 @@ pub(super) fn emit(
             .about(&items[*index]),
         );
     }
-    let generated = chain_objects(settings, &files, &plan_text(observed_item));
-    check_names(items, &generated)?;
-    reconcile_chain_objects(items, generated, &mut outcome);
+    regenerate(items, settings, &files, plan, &CHAIN, &mut outcome)?;
     outcome.results.push(KrmResult::info(format!(
         "chain: Kustomizations {} → {} → {}, each Ready when its gate Job passes; publish {}/ at {} and commit",
         flux::unit_name(Phase::Prepare),
@@ -136,6 +130,50 @@ pub(super) fn emit(
         settings.path
     )));
     Ok(outcome)
+}
+
+/// The chain's Kustomizations of step `chain`.
+pub(super) const CHAIN: [Unit; 3] = [
+    Unit::Phase(Phase::Prepare),
+    Unit::Phase(Phase::StopSpeaker),
+    Unit::Phase(Phase::Cutover),
+];
+
+/// The files of the objects already in a phase directory and left as they are, except the
+/// items `skip` names (moved or removed by this run).
+pub(super) fn payload_files(
+    items: &[Value],
+    settings: &Settings,
+    skip: impl Fn(usize) -> bool,
+) -> BTreeMap<Phase, BTreeSet<String>> {
+    let mut files: BTreeMap<Phase, BTreeSet<String>> = BTreeMap::new();
+    for (index, item) in items.iter().enumerate() {
+        if is_chain_object(item) || skip(index) {
+            continue;
+        }
+        if let Some(path) = path_of(item)
+            && let Some(phase) = phase_of_dir(settings, path)
+        {
+            files.entry(phase).or_default().insert(path.to_owned());
+        }
+    }
+    files
+}
+
+/// The chain's own objects for `units` (in `dependsOn` order) and the payload `files`, as
+/// edits: those of an earlier run replaced in place, new ones added, stale ones removed.
+pub(super) fn regenerate(
+    items: &[Value],
+    settings: &Settings,
+    files: &BTreeMap<Phase, BTreeSet<String>>,
+    plan: &str,
+    units: &[Unit],
+    outcome: &mut Outcome,
+) -> Result<(), Vec<KrmResult>> {
+    let generated = chain_objects(settings, files, plan, units);
+    check_names(items, &generated)?;
+    reconcile_chain_objects(items, generated, outcome);
+    Ok(())
 }
 
 /// An object of the package with the name of one the chain generates would have two appliers.
@@ -166,6 +204,7 @@ fn chain_objects(
     settings: &Settings,
     files: &BTreeMap<Phase, BTreeSet<String>>,
     plan: &str,
+    units: &[Unit],
 ) -> Vec<Value> {
     let dir = &settings.dir;
     let mut out = Vec::new();
@@ -188,17 +227,20 @@ fn chain_objects(
         0,
     );
     let mut after = None;
-    for (i, phase) in PHASES.into_iter().enumerate() {
+    for (i, &phase) in units.iter().enumerate() {
         let job = gate::job(settings, phase, plan);
         let job_name = job.metadata.name.clone().unwrap_or_default();
         let phase_dir = format!("{dir}/{}", phase.as_str());
-        let mut resources: Vec<String> = files
-            .get(&phase)
+        let own = match phase {
+            Unit::Phase(p) => files.get(&p),
+            Unit::Cleanup => None,
+        };
+        let mut resources: Vec<String> = own
             .into_iter()
             .flatten()
             .filter_map(|p| p.strip_prefix(&format!("{phase_dir}/")).map(str::to_owned))
             .collect();
-        if phase == Phase::Prepare {
+        if phase == Unit::Phase(Phase::Prepare) {
             resources.push("gate-access.yaml".into());
         }
         resources.push("gate.yaml".into());

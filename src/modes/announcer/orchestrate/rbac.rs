@@ -5,7 +5,8 @@
 //! A ClusterRole, not a Role: `cutover verify` reads Nodes and Cilium's pools and policies,
 //! which are cluster-scoped, Services in every namespace, MetalLB's pods wherever MetalLB runs,
 //! and Cilium's Leases; one `kubectl get -A` lists them. Only `get` and `list`, on exactly the
-//! resources of [`super::gate::LIVE_RESOURCES`]; no Secrets, no writes.
+//! resources of [`super::gate::LIVE_RESOURCES`] and [`super::gate::METALLB_RESOURCES`]; no
+//! Secrets, no writes.
 
 use std::collections::BTreeMap;
 
@@ -93,6 +94,8 @@ pub fn access(settings: &Settings, plan_text: &str) -> Access {
                     "cilium.io",
                     &["ciliumloadbalancerippools", "ciliuml2announcementpolicies"],
                 ),
+                // The cleanup gate proves MetalLB's pools and advertisements are gone.
+                rule("metallb.io", &["ipaddresspools", "l2advertisements"]),
             ]),
             ..Default::default()
         },

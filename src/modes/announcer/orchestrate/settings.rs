@@ -4,6 +4,7 @@ use serde_yaml::Value;
 
 use super::super::config::Phase;
 use super::config::{Orchestrate, Step};
+use super::flux::Unit;
 use crate::krm::KrmResult;
 use crate::modes::prepull::{SourceRef, fc_error};
 
@@ -28,19 +29,20 @@ pub struct Settings {
     pub cutover_image: String,
     /// `spec.interval` of the Kustomizations.
     pub interval: String,
-    /// Gate deadlines in seconds: prepare, stop-speaker, cutover.
-    pub timeouts: [u64; 3],
+    /// Gate deadlines in seconds: prepare, stop-speaker, cutover, cleanup.
+    pub timeouts: [u64; 4],
     /// uid of the gate pods.
     pub run_as_user: i64,
 }
 
 impl Settings {
     /// The gate deadline of `phase`, in seconds.
-    pub fn timeout(&self, phase: Phase) -> u64 {
-        match phase {
-            Phase::Prepare => self.timeouts[0],
-            Phase::StopSpeaker => self.timeouts[1],
-            Phase::Cutover => self.timeouts[2],
+    pub fn timeout(&self, unit: Unit) -> u64 {
+        match unit {
+            Unit::Phase(Phase::Prepare) => self.timeouts[0],
+            Unit::Phase(Phase::StopSpeaker) => self.timeouts[1],
+            Unit::Phase(Phase::Cutover) => self.timeouts[2],
+            Unit::Cleanup => self.timeouts[3],
         }
     }
 }
@@ -76,17 +78,19 @@ fn payload_dir(raw: &str, fc: Option<&Value>) -> Result<String, KrmResult> {
 const EXAMPLE: &str = "orchestrate: {source: {sourceRef: {kind: GitRepository, name: platform, namespace: flux-system}, \
      path: ./clusters/prod/cilium-l2-cutover}}";
 
-/// Validates `spec.orchestrate`; `step: chain` also needs the source and the cutover image.
+/// Validates `spec.orchestrate`; steps `chain` and `cleanup` (which write the chain's
+/// Kustomizations and gates) also need the source and the cutover image.
 pub fn resolve(o: &Orchestrate, fc: Option<&Value>) -> Result<Settings, KrmResult> {
     let dir = payload_dir(&o.payload_dir, fc)?;
-    let chain = o.step == Step::Chain;
+    let chain = matches!(o.step, Step::Chain | Step::Cleanup);
+    let step = o.step.as_str();
     let (source_ref, path) = match (&o.source, chain) {
         (_, false) => (None, String::new()),
         (None, true) => {
             return Err(fc_error(
                 fc,
                 format!(
-                    "orchestrate.source is required with step: chain: the Flux source where you publish {dir}/ \
+                    "orchestrate.source is required with step: {step}: the Flux source where you publish {dir}/ \
                      and its path there (the function never guesses it; a Kustomization pointing at a path that \
                      does not exist is never Ready and the chain stops there), e.g. {EXAMPLE}"
                 ),
@@ -134,9 +138,10 @@ pub fn resolve(o: &Orchestrate, fc: Option<&Value>) -> Result<Settings, KrmResul
         (None, true) => {
             return Err(fc_error(
                 fc,
-                "orchestrate.cutoverImage is required with step: chain: the image you publish cutover as (its \
-                 /cutover binary runs `cutover verify` in each gate Job), pinned by digest"
-                    .into(),
+                format!(
+                    "orchestrate.cutoverImage is required with step: {step}: the image you publish cutover as (its \
+                     /cutover binary runs `cutover verify` in each gate Job), pinned by digest"
+                ),
                 "orchestrate.cutoverImage",
             ));
         }
@@ -155,6 +160,7 @@ pub fn resolve(o: &Orchestrate, fc: Option<&Value>) -> Result<Settings, KrmResul
             o.timeouts.prepare.as_secs_ceil(),
             o.timeouts.stop_speaker.as_secs_ceil(),
             o.timeouts.cutover.as_secs_ceil(),
+            o.timeouts.cleanup.as_secs_ceil(),
         ],
         run_as_user: o.run_as_user,
     })

@@ -9,6 +9,7 @@
 
 mod changes;
 mod shrink;
+mod visit;
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -26,6 +27,7 @@ use super::lbipam::{Ctx, LbIpam, Mode, Quirks};
 use super::metallb::MetalLb;
 use super::read::{Snapshot, snapshot};
 use super::state::{Cluster, SvcKey};
+pub use visit::Visited;
 
 /// One step of an interleaving.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -388,11 +390,19 @@ impl Found {
 
 /// Explores a transition.
 pub fn explore(t: &Transition) -> Report {
+    explore_visiting(t, &mut |_| {})
+}
+
+/// [`explore`], calling `visit` on every distinct state it reaches (the live state first),
+/// for properties of the states themselves: e.g. what a gate reads in each intermediate state
+/// (`tests/orchestrate/model.rs`). Random walks visit their states too.
+pub fn explore_visiting(t: &Transition, visit: &mut dyn FnMut(&Visited<'_>)) -> Report {
     let base = Baseline::of(&t.live.cluster);
     let unannounced = t.options.may_leave_unannounced;
     let check = |w: &World| invariants::check(&base, &w.cluster, unannounced);
     let mut found = Found::default();
     let start = t.initial();
+    visit(&Visited::of(t, &start));
     found.add(check(&start), 0, Vec::new);
     // Breadth first: `nodes[i]` = (parent, event that led to state i); `depth` is the
     // length of the sequence to the states being expanded.
@@ -419,6 +429,7 @@ pub fn explore(t: &Transition) -> Report {
             if !seen.insert(fingerprint(&next)) {
                 continue;
             }
+            visit(&Visited::of(t, &next));
             nodes.push((id, Some(e)));
             let nid = nodes.len() - 1;
             found.add(check(&next), depth + 1, || trace_of(&nodes, nid));
@@ -426,7 +437,7 @@ pub fn explore(t: &Transition) -> Report {
         }
     }
     if !exhaustive {
-        random_walks(t, &start, &check, &mut found, &mut seen);
+        random_walks(t, &start, &check, &mut found, &mut seen, visit);
         for (key, entry) in found.0.iter_mut() {
             let same = |f: &Finding| (f.invariant, &f.service, f.ip) == (key.0, &key.1, key.2);
             *entry = shrink::shrink(t, &start, entry.clone(), &check, &same);
@@ -450,6 +461,7 @@ fn random_walks(
     check: &dyn Fn(&World) -> Vec<Finding>,
     found: &mut Found,
     seen: &mut HashSet<u64>,
+    visit: &mut dyn FnMut(&Visited<'_>),
 ) {
     let mut state = t.options.seed;
     let mut next_u64 = move || {
@@ -470,7 +482,9 @@ fn random_walks(
             let e = events[(next_u64() % events.len() as u64) as usize].clone();
             w = t.step(&w, &e);
             trace.push(e);
-            seen.insert(fingerprint(&w));
+            if seen.insert(fingerprint(&w)) {
+                visit(&Visited::of(t, &w));
+            }
             found.add(check(&w), trace.len(), || trace.clone());
         }
     }
