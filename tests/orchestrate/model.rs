@@ -182,7 +182,9 @@ fn the_cutover_payload_before_stop_speaker_breaks_one_announcer() {
 /// Rollback: reverting the whole chain commit after gate prepare takes the pins off and
 /// reverts Cilium's values (an operator restart); on 1.18.1 the restart race re-allocates an
 /// IP LB-IPAM already holds. Why the runbook rolls back to the prepare state and keeps its
-/// pins, pools and values, instead of reverting the chain commit.
+/// pins, pools and values, instead of reverting the chain commit; that return (policies
+/// first, then MetalLB's speaker and controller) keeps every invariant, doing both at once does
+/// not.
 #[test]
 fn reverting_the_whole_chain_after_prepare_can_move_an_ip() {
     let (case, version) = ("operator-restart", "1.18.1");
@@ -219,7 +221,35 @@ fn reverting_the_whole_chain_after_prepare_can_move_an_ip() {
     o.may_leave_unannounced = true;
     let t2 = Transition::from_snapshots(t1.settled(), snapshot(&p1), snapshot(&p2), o.clone());
     let t3 = Transition::from_snapshots(t2.settled(), snapshot(&p2), snapshot(&p3), o.clone());
-    let back = Transition::from_snapshots(t3.settled(), snapshot(&p3), snapshot(&p2), o);
+    let back = Transition::from_snapshots(t3.settled(), snapshot(&p3), snapshot(&p2), o.clone());
     let r = explore(&back);
     assert!(r.violations.is_empty(), "{r}");
+    // Then MetalLB's speaker and controller back (the stop-speaker payload's objects as they were
+    // after the hand-over): MetalLB alone answers again for every IP, none changes. The same
+    // straight after the stop-speaker gate, before cutover was applied.
+    for (from, what) in [
+        (back.settled(), "after cutover"),
+        (t2.settled(), "after stop-speaker"),
+    ] {
+        let speaker_back =
+            Transition::from_snapshots(from, snapshot(&p2), snapshot(&p1), o.clone());
+        let r = explore(&speaker_back);
+        assert!(
+            !r.changes.is_empty(),
+            "{what}: the speaker's return changes nothing"
+        );
+        assert!(
+            r.violations.is_empty() && r.after_settling.is_empty(),
+            "{what}: {r}"
+        );
+    }
+    // Both at once (the runbook's order skipped): in some order the speaker answers while a
+    // policy still makes Cilium answer.
+    let at_once = Transition::from_snapshots(t3.settled(), snapshot(&p3), snapshot(&p1), o);
+    let r = explore(&at_once);
+    assert!(
+        !r.of(cutover::modes::announcer::model::Invariant::OneAnnouncer)
+            .is_empty(),
+        "{r}"
+    );
 }

@@ -54,6 +54,11 @@ pub enum Change {
     SpeakerStops,
     /// MetalLB's controller stops (`controller.enabled: false`, or MetalLB removed).
     ControllerStops,
+    /// MetalLB's speaker runs again (a rollback: `speaker.enabled` back to true).
+    SpeakerStarts,
+    /// MetalLB's controller runs again; on start it converges every Service (its informers list
+    /// them all: metallb/metallb `controller/main.go`, the reconciler's initial sync).
+    ControllerStarts,
     /// Cilium's agents run with `l2announcements.enabled: true`.
     L2On,
     /// Cilium's operator restarts because its Helm values changed.
@@ -69,6 +74,8 @@ impl fmt::Display for Change {
             Change::Prune(o) => write!(f, "prune {o}"),
             Change::SpeakerStops => write!(f, "MetalLB speaker stops"),
             Change::ControllerStops => write!(f, "MetalLB controller stops"),
+            Change::SpeakerStarts => write!(f, "MetalLB speaker starts again"),
+            Change::ControllerStarts => write!(f, "MetalLB controller starts again"),
             Change::L2On => write!(f, "Cilium agents start L2 announcements"),
             Change::OperatorRestart => write!(f, "Cilium operator restarts"),
             Change::OperatorStart => write!(f, "Cilium operator starts (it was scaled to 0)"),
@@ -157,6 +164,15 @@ pub fn changes(
     }
     if l.flags.metallb_controller && !controller {
         out.push((Change::ControllerStops, stage));
+    }
+    // A rollback brings MetalLB back (only where the package still installs it).
+    if after.metallb.is_some() {
+        if !l.flags.metallb_speaker && speaker {
+            out.push((Change::SpeakerStarts, Stage::Apply));
+        }
+        if !l.flags.metallb_controller && controller {
+            out.push((Change::ControllerStarts, Stage::Apply));
+        }
     }
     let reference = live.cilium.as_ref().or(before.cilium.as_ref());
     if let Some((l2, values)) = &after.cilium {
@@ -278,6 +294,11 @@ impl Transition {
             Change::ControllerStops => {
                 w.cluster.flags.metallb_controller = false;
                 w.metallb.dirty.clear();
+            }
+            Change::SpeakerStarts => w.cluster.flags.metallb_speaker = true,
+            Change::ControllerStarts => {
+                w.cluster.flags.metallb_controller = true;
+                metallb_config_changed(w);
             }
             Change::L2On => w.cluster.flags.l2_announcements = true,
             Change::OperatorRestart | Change::OperatorStart => {
