@@ -14,6 +14,7 @@ use super::GENERATED_BY_CHAIN;
 use crate::krm::annotations::is_orchestrator_annotation;
 use crate::krm::object::set_annotation;
 use crate::krm::{KrmObject, KrmResult};
+use crate::modes::announcer::expected::ExpectedState;
 
 /// The phases in order.
 pub const PHASES: [Phase; 3] = [Phase::Prepare, Phase::StopSpeaker, Phase::Cutover];
@@ -31,29 +32,107 @@ pub fn key(item: &Value) -> Key {
     )
 }
 
-/// An item without the orchestrator's annotations (paths, indexes, ids), for comparison.
-fn comparable(item: &Value) -> Value {
-    let mut item = item.clone();
-    if let Some(Value::Mapping(annotations)) = item
-        .get_mut("metadata")
-        .and_then(|m| m.get_mut("annotations"))
-    {
-        annotations.retain(|k, _| !k.as_str().is_some_and(is_orchestrator_annotation));
-        if annotations.is_empty()
-            && let Some(Value::Mapping(meta)) = item.get_mut("metadata")
-        {
-            meta.remove("annotations");
-        }
+/// Whether two items are the same but for the orchestrator's annotations (paths, indexes, ids)
+/// — compared in place: an item may be large (an alias expansion within the reader's limits),
+/// and copies of it for the comparison doubled what the chain held.
+fn same(a: &Value, b: &Value) -> bool {
+    let (Value::Mapping(a), Value::Mapping(b)) = (a, b) else {
+        return a == b;
+    };
+    if !fields_equal(a, b, "metadata") {
+        return false;
     }
-    item
+    let (Some(Value::Mapping(x)), Some(Value::Mapping(y))) = (a.get("metadata"), b.get("metadata"))
+    else {
+        return a.get("metadata") == b.get("metadata");
+    };
+    if !fields_equal(x, y, "annotations") {
+        return false;
+    }
+    match (x.get("annotations"), y.get("annotations")) {
+        (None | Some(Value::Mapping(_)), None | Some(Value::Mapping(_))) => {
+            let (kx, ky) = (kept_annotations(x), kept_annotations(y));
+            kx.len() == ky.len()
+                && kx
+                    .iter()
+                    .all(|(k, v)| ky.iter().any(|(l, w)| k == l && v == w))
+        }
+        (p, q) => p == q,
+    }
 }
 
-/// The items after each phase.
+/// The annotations of `metadata` but the orchestrator's.
+fn kept_annotations(metadata: &serde_yaml::Mapping) -> Vec<(&Value, &Value)> {
+    match metadata.get("annotations") {
+        Some(Value::Mapping(an)) => an
+            .iter()
+            .filter(|(k, _)| !k.as_str().is_some_and(is_orchestrator_annotation))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The entries of two mappings are equal, `skip` aside (order ignored, as for YAML mappings).
+fn fields_equal(a: &serde_yaml::Mapping, b: &serde_yaml::Mapping, skip: &str) -> bool {
+    let len = |m: &serde_yaml::Mapping| m.len() - usize::from(m.contains_key(skip));
+    len(a) == len(b)
+        && a.iter()
+            .filter(|(k, _)| k.as_str() != Some(skip))
+            .all(|(k, v)| b.get(k) == Some(v))
+}
+
+/// What the three phases do to the items, kept as changes rather than as three copies of the
+/// items (an input with a large item, an alias expansion within the reader's limits, held five
+/// copies of it): per phase, each item it changed or added, by key and in output order, with its
+/// content after the phase, and `None` for each item it removed. An item no phase touched is as
+/// in the input.
 pub struct Stages {
-    /// `[after prepare, after stop-speaker, after cutover]`.
-    pub after: [Vec<Value>; 3],
+    /// `[prepare, stop-speaker, cutover]`.
+    pub changed: [PhaseChanges; 3],
+    /// The expected end state: the package after phase cutover, as the gates read it.
+    pub expected: ExpectedState,
     /// Warnings of the three runs (each message once).
     pub warnings: Vec<KrmResult>,
+}
+
+/// The changes of one phase, in output order, found by key.
+#[derive(Default)]
+pub struct PhaseChanges {
+    entries: Vec<(Key, Option<Value>)>,
+    by_key: BTreeMap<Key, usize>,
+}
+
+impl PhaseChanges {
+    fn insert(&mut self, key: Key, value: Option<Value>) {
+        match self.by_key.get(&key) {
+            Some(&at) => self.entries[at].1 = value,
+            None => {
+                self.by_key.insert(key.clone(), self.entries.len());
+                self.entries.push((key, value));
+            }
+        }
+    }
+
+    /// The phase's change of `key`: `Some(None)` removed, `Some(Some(v))` changed or added.
+    fn get(&self, key: &Key) -> Option<Option<&Value>> {
+        self.by_key.get(key).map(|&at| self.entries[at].1.as_ref())
+    }
+}
+
+impl Stages {
+    /// The object `key` after phase `p` (0-based): the latest change at or before `p`, else
+    /// `input` (the input item of that key, if any).
+    pub fn version<'a>(
+        &'a self,
+        p: usize,
+        key: &Key,
+        input: Option<&'a Value>,
+    ) -> Option<&'a Value> {
+        (0..=p)
+            .rev()
+            .find_map(|q| self.changed[q].get(key))
+            .unwrap_or(input)
+    }
 }
 
 /// Runs the phases in order, each on the output of the one before. Phase cutover runs with the
@@ -65,8 +144,9 @@ pub fn simulate(
     fc: Option<&Value>,
 ) -> Result<Stages, Vec<KrmResult>> {
     let mut current = items.to_vec();
-    let mut after: Vec<Vec<Value>> = Vec::with_capacity(3);
+    let mut changed: Vec<PhaseChanges> = Vec::with_capacity(3);
     let mut warnings: Vec<KrmResult> = Vec::new();
+    let mut expected = None;
     for phase in PHASES {
         if phase == Phase::Cutover {
             clear_metallb_pods(&mut current);
@@ -78,44 +158,87 @@ pub fn simulate(
             ..spec.clone()
         };
         let outcome = super::super::run(&one, &current, fc);
-        let mut errors = Vec::new();
-        for mut r in outcome.results {
-            // The phase order is the chain's own; the next step is the next Kustomization.
-            let check = r.tags.get("check").map(String::as_str);
-            if matches!(check, Some("phase-order" | "next-step" | "outcome")) {
-                continue;
-            }
-            // "Apply the Services and the pools with one Kustomization": the chain does (both
-            // are in the prepare payload), so Flux applies the pins first.
-            let pins_first = check == Some("transitions")
-                && r.is_warning()
-                && r.field
-                    .as_ref()
-                    .is_some_and(|f| f.path == "spec.ciliumOperatorStopped");
-            if pins_first {
-                continue;
-            }
-            r.tags
-                .entry("phase".into())
-                .or_insert_with(|| phase.as_str().into());
-            if r.is_error() {
-                errors.push(r);
-            } else if r.is_warning() && !warnings.iter().any(|w| w.message == r.message) {
-                warnings.push(r);
-            }
-        }
+        let errors = keep_results(outcome.results, phase, &mut warnings);
         if !errors.is_empty() {
+            let mut errors = errors;
             errors.extend(warnings);
             return Err(errors);
         }
-        crate::krm::apply::apply(&mut current, outcome.edits).map_err(|e| vec![e])?;
-        after.push(current.clone());
+        let removed: Vec<Key> = outcome
+            .edits
+            .iter()
+            .filter_map(|e| match e {
+                crate::krm::Edit::Remove { index } => current.get(*index).map(key),
+                _ => None,
+            })
+            .collect();
+        let origins = crate::krm::apply::apply(&mut current, outcome.edits).map_err(|e| vec![e])?;
+        let last = phase == Phase::Cutover;
+        if last {
+            expected = Some(ExpectedState::of(&current));
+        }
+        let mut changes = PhaseChanges::default();
+        for (j, origin) in origins.iter().enumerate() {
+            // `None`: replaced, patched or added by this phase.
+            if origin.is_none() {
+                let k = key(&current[j]);
+                // After the last phase the items are not needed whole any more: move them.
+                let v = if last {
+                    std::mem::take(&mut current[j])
+                } else {
+                    current[j].clone()
+                };
+                changes.insert(k, Some(v));
+            }
+        }
+        for k in removed {
+            changes.insert(k, None);
+        }
+        changed.push(changes);
     }
-    let [prepare, stop, cutover]: [Vec<Value>; 3] = after.try_into().expect("three phases");
+    let [prepare, stop, cutover]: [PhaseChanges; 3] =
+        changed.try_into().ok().expect("three phases");
     Ok(Stages {
-        after: [prepare, stop, cutover],
+        changed: [prepare, stop, cutover],
+        expected: expected.expect("phase cutover ran"),
         warnings,
     })
+}
+
+/// Sorts a phase run's results: its errors (returned), its warnings (added to `warnings`, each
+/// message once); what only concerns hand-applied phases is dropped.
+fn keep_results(
+    results: Vec<KrmResult>,
+    phase: Phase,
+    warnings: &mut Vec<KrmResult>,
+) -> Vec<KrmResult> {
+    let mut errors = Vec::new();
+    for mut r in results {
+        // The phase order is the chain's own; the next step is the next Kustomization.
+        let check = r.tags.get("check").map(String::as_str);
+        if matches!(check, Some("phase-order" | "next-step" | "outcome")) {
+            continue;
+        }
+        // "Apply the Services and the pools with one Kustomization": the chain does (both
+        // are in the prepare payload), so Flux applies the pins first.
+        let pins_first = check == Some("transitions")
+            && r.is_warning()
+            && r.field
+                .as_ref()
+                .is_some_and(|f| f.path == "spec.ciliumOperatorStopped");
+        if pins_first {
+            continue;
+        }
+        r.tags
+            .entry("phase".into())
+            .or_insert_with(|| phase.as_str().into());
+        if r.is_error() {
+            errors.push(r);
+        } else if r.is_warning() && !warnings.iter().any(|w| w.message == r.message) {
+            warnings.push(r);
+        }
+    }
+    errors
 }
 
 /// Empties `metallb` of the `ObservedState` item (speaker nodes, controller pods).
@@ -146,11 +269,6 @@ pub struct Placement {
 
 /// Gives every changed object to the first phase that changes it.
 pub fn place(items: &[Value], stages: &Stages) -> Placement {
-    let by_key: Vec<BTreeMap<Key, &Value>> = stages
-        .after
-        .iter()
-        .map(|items| items.iter().map(|i| (key(i), i)).collect())
-        .collect();
     let inputs: BTreeMap<Key, usize> = items.iter().enumerate().map(|(i, v)| (key(v), i)).collect();
     let mut placement = Placement::default();
     for (index, item) in items.iter().enumerate() {
@@ -158,23 +276,21 @@ pub fn place(items: &[Value], stages: &Stages) -> Placement {
             continue;
         }
         let k = key(item);
-        let before = comparable(item);
-        let versions: Vec<Option<&Value>> = by_key.iter().map(|m| m.get(&k).copied()).collect();
+        let versions: Vec<Option<&Value>> = (0..PHASES.len())
+            .map(|p| stages.version(p, &k, Some(item)))
+            .collect();
         let first = versions
             .iter()
-            .position(|v| v.is_none_or(|v| comparable(v) != before));
+            .position(|v| v.is_none_or(|v| !same(v, item)));
         let Some(p) = first else { continue };
         let phase = PHASES[p];
         match versions[p] {
-            Some(v)
-                if phase == Phase::Prepare
-                    && versions[1].is_none_or(|w| comparable(w) != comparable(v)) =>
-            {
+            Some(v) if phase == Phase::Prepare && versions[1].is_none_or(|w| !same(w, v)) => {
                 placement.split.push((index, phase, Phase::StopSpeaker));
             }
             Some(v) if phase != Phase::Cutover => {
                 let last = versions[2];
-                if last.is_none_or(|l| comparable(l) != comparable(v)) {
+                if last.is_none_or(|l| !same(l, v)) {
                     let what = if last.is_none() {
                         "its removal in phase cutover".to_owned()
                     } else {
@@ -192,12 +308,13 @@ pub fn place(items: &[Value], stages: &Stages) -> Placement {
                 .push((index, format!("its removal in phase {}", phase.as_str()))),
         }
     }
-    for (p, map) in stages.after.iter().enumerate() {
-        for item in map {
-            let k = key(item);
-            let earlier = p > 0 && by_key[p - 1].contains_key(&k);
-            if !inputs.contains_key(&k) && !earlier {
-                placement.added.push((PHASES[p], item.clone()));
+    // Objects a phase creates: not in the input, not there after the phase before.
+    for (p, changes) in stages.changed.iter().enumerate() {
+        for (k, v) in &changes.entries {
+            let Some(v) = v else { continue };
+            let earlier = p > 0 && stages.version(p - 1, k, None).is_some();
+            if !inputs.contains_key(k) && !earlier {
+                placement.added.push((PHASES[p], v.clone()));
             }
         }
     }
@@ -229,9 +346,27 @@ mod tests {
         .unwrap()
     }
 
-    fn stages(after: [Vec<Value>; 3]) -> Stages {
+    /// The stages of three whole item lists (what the phases left), as changes against `items`.
+    fn stages(items: &[Value], after: [Vec<Value>; 3]) -> Stages {
+        let mut before: Vec<Value> = items.to_vec();
+        let changed = after.map(|now| {
+            let mut changes = PhaseChanges::default();
+            let was: BTreeMap<Key, &Value> = before.iter().map(|i| (key(i), i)).collect();
+            for item in &now {
+                if was.get(&key(item)) != Some(&item) {
+                    changes.insert(key(item), Some(item.clone()));
+                }
+            }
+            let is: std::collections::BTreeSet<Key> = now.iter().map(key).collect();
+            for k in was.keys().filter(|k| !is.contains(*k)) {
+                changes.insert(k.clone(), None);
+            }
+            before = now;
+            changes
+        });
         Stages {
-            after,
+            changed,
+            expected: ExpectedState::of(&[]),
             warnings: Vec::new(),
         }
     }
@@ -239,16 +374,19 @@ mod tests {
     #[test]
     fn the_first_phase_that_changes_an_object_owns_it() {
         let items = vec![svc("a", "0"), svc("b", "0"), svc("c", "0")];
-        let s = stages([
-            vec![svc("a", "1"), svc("b", "0"), svc("c", "0"), svc("new", "0")],
-            vec![svc("a", "1"), svc("b", "2"), svc("c", "0"), svc("new", "0")],
-            vec![
-                svc("a", "3"),
-                svc("b", "2"),
-                svc("new", "0"),
-                svc("pol", "0"),
+        let s = stages(
+            &items,
+            [
+                vec![svc("a", "1"), svc("b", "0"), svc("c", "0"), svc("new", "0")],
+                vec![svc("a", "1"), svc("b", "2"), svc("c", "0"), svc("new", "0")],
+                vec![
+                    svc("a", "3"),
+                    svc("b", "2"),
+                    svc("new", "0"),
+                    svc("pol", "0"),
+                ],
             ],
-        ]);
+        );
         let p = place(&items, &s);
         assert_eq!(p.moved[&0].0, Phase::Prepare);
         assert_eq!(p.moved[&1].0, Phase::StopSpeaker);
@@ -269,11 +407,14 @@ mod tests {
     #[test]
     fn an_object_changed_by_prepare_and_stop_speaker_is_split() {
         let items = vec![svc("a", "0")];
-        let s = stages([
-            vec![svc("a", "1")],
-            vec![svc("a", "2")],
-            vec![svc("a", "2")],
-        ]);
+        let s = stages(
+            &items,
+            [
+                vec![svc("a", "1")],
+                vec![svc("a", "2")],
+                vec![svc("a", "2")],
+            ],
+        );
         let p = place(&items, &s);
         assert_eq!(p.split, [(0, Phase::Prepare, Phase::StopSpeaker)]);
         assert!(p.moved.is_empty());

@@ -122,11 +122,13 @@ pub(super) fn changes(
     placement: &Placement,
     stages: &Stages,
 ) -> BTreeMap<usize, Option<Value>> {
-    let last: BTreeMap<_, &Value> = stages.after[2].iter().map(|i| (key(i), i)).collect();
     placement
         .deferred
         .iter()
-        .map(|(index, _)| (*index, last.get(&key(&items[*index])).map(|v| (*v).clone())))
+        .map(|(index, _)| {
+            let item = &items[*index];
+            (*index, stages.version(2, &key(item), Some(item)).cloned())
+        })
         .collect()
 }
 

@@ -35,7 +35,6 @@ pub use config::*;
 pub use gate::{LIVE_RESOURCES, METALLB_RESOURCES};
 
 use super::config::LoadBalancerAnnouncerSpec;
-use super::expected::ExpectedState;
 use super::observed;
 use crate::krm::{KrmObject, KrmResult, Outcome};
 use handover::{check_handed_over, handover};
@@ -118,7 +117,7 @@ fn plan(
     }
     let mut results = stages.warnings.clone();
     // The plan: the observed state, and the end state phase cutover leaves.
-    let plan = payload::plan_text(observed_item, &ExpectedState::of(&stages.after[2]));
+    let plan = payload::plan_text(observed_item, &stages.expected);
     results.extend(settings::unpinned_images(orchestrate, fc));
     let mut outcome = match orchestrate.step {
         Step::Handover => handover(items, &placement, &settings),

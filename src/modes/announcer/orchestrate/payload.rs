@@ -50,9 +50,11 @@ fn phase_of_dir(settings: &Settings, path: &str) -> Option<Phase> {
 }
 
 /// The plan the gates read: the `ObservedState` item without orchestrator annotations (the
-/// observed state), then the `ExpectedState` item (the expected end state).
+/// observed state), then the `ExpectedState` item (the expected end state). Its keys are
+/// written sorted: the plan's text names the gate Jobs (a hash of it), so equivalent inputs
+/// (the same item with merge keys or its keys in another order) must give the same text.
 pub(super) fn plan_text(observed_item: &Value, expected: &ExpectedState) -> String {
-    let mut item = observed_item.clone();
+    let mut item = sorted_keys(observed_item);
     if let Some(Value::Mapping(a)) = item
         .get_mut("metadata")
         .and_then(|m| m.get_mut("annotations"))
@@ -65,6 +67,29 @@ pub(super) fn plan_text(observed_item: &Value, expected: &ExpectedState) -> Stri
     let observed = serde_yaml::to_string(&item).unwrap_or_default();
     let expected = serde_yaml::to_string(&expected.to_item()).unwrap_or_default();
     format!("{observed}---\n{expected}")
+}
+
+/// `value` with the keys of every mapping in it sorted (as their YAML text).
+fn sorted_keys(value: &Value) -> Value {
+    match value {
+        Value::Mapping(m) => {
+            let mut entries: Vec<(String, Value, Value)> = m
+                .iter()
+                .map(|(k, v)| {
+                    let text = serde_yaml::to_string(k).unwrap_or_default();
+                    (text, k.clone(), sorted_keys(v))
+                })
+                .collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Mapping(entries.into_iter().map(|(_, k, v)| (k, v)).collect())
+        }
+        Value::Sequence(s) => Value::Sequence(s.iter().map(sorted_keys).collect()),
+        Value::Tagged(t) => Value::Tagged(Box::new(serde_yaml::value::TaggedValue {
+            tag: t.tag.clone(),
+            value: sorted_keys(&t.value),
+        })),
+        other => other.clone(),
+    }
 }
 
 /// Step `chain`: the edits.
