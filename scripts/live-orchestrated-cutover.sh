@@ -12,19 +12,21 @@
 #   Kustomization PLATFORM_KS that applies PKG (a directory of REPO, without kustomization.yaml
 #   or with one that does not list the payload directory).
 # - kpt, kubectl, flux, git and this build's `cutover` on PATH; the cutover image pushed where
-#   the cluster can pull it (CUTOVER_IMAGE, pinned by digest).
+#   the cluster can pull it (CUTOVER_IMAGE, pinned by digest), and an image with /bin/sh and
+#   kubectl the cluster can pull (KUBECTL_IMAGE, pinned by digest; Sylva's kube-job image is one).
 #
 # Usage: REPO=~/src/platform PKG=clusters/kind SOURCE_NAME=platform PLATFORM_KS=platform \
-#        CUTOVER_IMAGE=registry.example/cutover@sha256:... scripts/live-orchestrated-cutover.sh
+#        CUTOVER_IMAGE=registry.example/cutover@sha256:... \
+#        KUBECTL_IMAGE=registry.example/kube-job:v1.2.1@sha256:... scripts/live-orchestrated-cutover.sh
 set -euo pipefail
 
 : "${REPO:?path of the git checkout Flux pulls}"
 : "${PKG:?package directory inside REPO}"
 : "${SOURCE_NAME:?the Flux GitRepository of REPO}"
 : "${PLATFORM_KS:?the Flux Kustomization that applies PKG}"
-: "${CUTOVER_IMAGE:?the cutover image the gate Jobs copy the binary from}"
+: "${CUTOVER_IMAGE:?the cutover image the gate Jobs copy the binary from, pinned by digest}"
+: "${KUBECTL_IMAGE:?the gate container image (/bin/sh and kubectl), pinned by digest}"
 CILIUM_VERSION=${CILIUM_VERSION:-}
-KUBECTL_IMAGE=${KUBECTL_IMAGE:-}
 LOG=${LOG:-$(mktemp -d)/live-orchestrated-cutover.log}
 PAYLOAD=cilium-l2-cutover
 LIVE="services,nodes,pods,leases.coordination.k8s.io,ciliumloadbalancerippools.cilium.io,ciliuml2announcementpolicies.cilium.io"
@@ -37,7 +39,7 @@ config() { # $1: step
     printf '  annotations:\n    config.kubernetes.io/local-config: "true"\nspec:\n  announcer: cilium\n'
     [ -n "$CILIUM_VERSION" ] && printf '  ciliumVersion: %s\n' "$CILIUM_VERSION"
     printf '  orchestrate:\n    step: %s\n    cutoverImage: %s\n' "$1" "$CUTOVER_IMAGE"
-    [ -n "$KUBECTL_IMAGE" ] && printf '    kubectlImage: %s\n' "$KUBECTL_IMAGE"
+    printf '    kubectlImage: %s\n' "$KUBECTL_IMAGE"
     printf '    source:\n      sourceRef: {kind: GitRepository, name: %s, namespace: flux-system}\n' "$SOURCE_NAME"
     printf '      path: ./%s/%s\n' "$PKG" "$PAYLOAD"
   } > "$REPO/$PKG/.cutover-fn-config.yaml"

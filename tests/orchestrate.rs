@@ -59,6 +59,24 @@ fn seconds(flux: &str) -> u64 {
     }
 }
 
+/// The gate images as an operator pins them (placeholder digests: nothing is pulled).
+const GATE_IMAGES: &str = "kubectlImage: 'r/kube-job:1@sha256:0000000000000000000000000000000000000000000000000000000000000000', \
+                           cutoverImage: 'r/cutover:1@sha256:0000000000000000000000000000000000000000000000000000000000000000'";
+
+/// The announcer's `spec` at orchestrate `step` (`chain`, `cleanup-handover`, `cleanup`), with
+/// a source and the gate images.
+fn orchestrate_spec(version: &str, step: &str) -> String {
+    format!(
+        "  ciliumVersion: {version}\n  orchestrate: {{step: {step}, {GATE_IMAGES}, \
+         source: {{sourceRef: {{kind: GitRepository, name: platform}}, path: ./c}}}}\n"
+    )
+}
+
+/// The announcer's `spec` at the hand-over step.
+fn handover_spec(version: &str) -> String {
+    format!("  ciliumVersion: {version}\n  orchestrate: {{step: handover}}\n")
+}
+
 /// The chain example's output items.
 fn chain_output() -> Vec<Value> {
     let out = ok(&example_source("announcer-orchestrated-cutover"));
@@ -394,19 +412,59 @@ fn refusals_name_their_field() {
     let input = example_source("announcer-orchestrated-cutover");
     let e = single_error(&with_orchestrate(
         input.clone(),
-        "{step: chain, cutoverImage: 'r/c:1'}",
+        &format!("{{step: chain, {GATE_IMAGES}}}"),
     ));
     assert_eq!(e["field"]["path"], "spec.orchestrate.source");
     let e = single_error(&with_orchestrate(
         input.clone(),
-        "{step: chain, cutoverImage: 'r/c:1', source: {path: ./x}}",
+        &format!("{{step: chain, {GATE_IMAGES}, source: {{path: ./x}}}}"),
     ));
     assert_eq!(e["field"]["path"], "spec.orchestrate.source.sourceRef");
-    let e = single_error(&with_orchestrate(
-        input.clone(),
-        "{step: chain, source: {sourceRef: {kind: GitRepository, name: p}, path: ./x}}",
-    ));
-    assert_eq!(e["field"]["path"], "spec.orchestrate.cutoverImage");
+    let source = "source: {sourceRef: {kind: GitRepository, name: p}, path: ./x}";
+    let pinned = "@sha256:0000000000000000000000000000000000000000000000000000000000000000";
+    // Each gate image is required by the steps that write gates, and pinned by digest.
+    for (images, field, current) in [
+        (
+            format!("cutoverImage: 'r/c:1{pinned}'"),
+            "kubectlImage",
+            None,
+        ),
+        (
+            format!("kubectlImage: 'r/k:1{pinned}'"),
+            "cutoverImage",
+            None,
+        ),
+        (
+            format!("kubectlImage: 'r/k:1', cutoverImage: 'r/c:1{pinned}'"),
+            "kubectlImage",
+            Some("r/k:1"),
+        ),
+        (
+            format!("kubectlImage: 'r/k:1{pinned}', cutoverImage: 'r/c:1'"),
+            "cutoverImage",
+            Some("r/c:1"),
+        ),
+    ] {
+        for step in ["chain", "cleanup"] {
+            let e = single_error(&with_orchestrate(
+                input.clone(),
+                &format!("{{step: {step}, {images}, {source}}}"),
+            ));
+            assert_eq!(
+                e["field"]["path"],
+                format!("spec.orchestrate.{field}"),
+                "{e:?}"
+            );
+            let message = e["message"].as_str().unwrap();
+            match current {
+                Some(image) => {
+                    assert_eq!(e["field"]["currentValue"], image);
+                    assert!(message.contains("pinned by tag only"), "{message}");
+                }
+                None => assert!(message.contains("is required with step: "), "{message}"),
+            }
+        }
+    }
     let mut taken = input.clone();
     let ns: Value = serde_yaml::from_str(
         "{apiVersion: v1, kind: Namespace, metadata: {name: cilium-l2-cutover, annotations: {config.kubernetes.io/path: ns.yaml}}}",

@@ -166,7 +166,7 @@ fn the_cleanup_refuses_outside_the_chain_state() {
         let e = errors(&with_orchestrate(
             handed.clone(),
             &format!(
-                "{{step: {step}, cutoverImage: 'r/c:1', source: {{sourceRef: {{kind: GitRepository, name: p}}, path: ./x}}}}"
+                "{{step: {step}, {GATE_IMAGES}, source: {{sourceRef: {{kind: GitRepository, name: p}}, path: ./x}}}}"
             ),
         ));
         let fields: BTreeSet<&str> = e

@@ -157,15 +157,8 @@ fn gates_through_the_model(case: &str, version: &str) {
     let observed = observe(&live);
     let mut items = before.clone();
     items.push(observed);
-    let handed = run_items(
-        &items,
-        &format!("  ciliumVersion: {version}\n  orchestrate: {{step: handover}}\n"),
-    );
-    let step = |step: &str| {
-        format!(
-            "  ciliumVersion: {version}\n  orchestrate:\n    step: {step}\n    cutoverImage: r/cutover:1\n    source:\n      sourceRef: {{kind: GitRepository, name: platform}}\n      path: ./c\n"
-        )
-    };
+    let handed = run_items(&items, &handover_spec(version));
+    let step = |step: &str| orchestrate_spec(version, step);
     let chain = run_items(&handed, &step("chain"));
     // The gates' plan: the chain's plan ConfigMap (observed state and expected end state).
     let cm = chain

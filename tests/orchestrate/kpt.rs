@@ -83,39 +83,24 @@ fn payload_directories_build_after_the_cleanup() {
 fn the_configmap_form_through_kpt_eval_and_a_second_run() {
     let src = common::root().join("examples/announcer-orchestrated-cutover");
     let (_tmp, dir) = common::package_copy(&src);
-    let (run, _) = common::kpt_eval(
-        &dir,
-        &[
-            "--",
-            "mode=load-balancer-announcer",
-            "announcer=cilium",
-            "orchestrate.step=chain",
-            "orchestrate.cutoverImage=ghcr.io/example/cutover:0.1.0",
-            "orchestrate.source.sourceRef.kind=GitRepository",
-            "orchestrate.source.sourceRef.name=platform",
-            "orchestrate.source.sourceRef.namespace=flux-system",
-            "orchestrate.source.path=./clusters/prod/cilium-l2-cutover",
-            "orchestrate.timeouts.prepare=20m",
-        ],
-    );
+    let args = [
+        "--",
+        "mode=load-balancer-announcer",
+        "announcer=cilium",
+        "orchestrate.step=chain",
+        "orchestrate.kubectlImage=r/kube-job:1@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+        "orchestrate.cutoverImage=ghcr.io/example/cutover:0.1.0@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+        "orchestrate.source.sourceRef.kind=GitRepository",
+        "orchestrate.source.sourceRef.name=platform",
+        "orchestrate.source.sourceRef.namespace=flux-system",
+        "orchestrate.source.path=./clusters/prod/cilium-l2-cutover",
+        "orchestrate.timeouts.prepare=20m",
+    ];
+    let (run, _) = common::kpt_eval(&dir, &args);
     assert_eq!(run.code, 0, "{}\n{}", run.stdout_str(), run.stderr);
     let diff = common::diff_and_commit(&dir);
     assert!(diff.contains("timeout: 23m"), "{diff}");
-    let (run, _) = common::kpt_eval(
-        &dir,
-        &[
-            "--",
-            "mode=load-balancer-announcer",
-            "announcer=cilium",
-            "orchestrate.step=chain",
-            "orchestrate.cutoverImage=ghcr.io/example/cutover:0.1.0",
-            "orchestrate.source.sourceRef.kind=GitRepository",
-            "orchestrate.source.sourceRef.name=platform",
-            "orchestrate.source.sourceRef.namespace=flux-system",
-            "orchestrate.source.path=./clusters/prod/cilium-l2-cutover",
-            "orchestrate.timeouts.prepare=20m",
-        ],
-    );
+    let (run, _) = common::kpt_eval(&dir, &args);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(
         common::diff_and_commit(&dir),

@@ -82,21 +82,23 @@ pub(crate) fn applied(before: &[Value], chain: &[Value], phases: &[&str]) -> Vec
     out.into_values().collect()
 }
 
-/// Runs the chain on a transitions case (live cluster before phase prepare) and explores each
-/// Kustomization's apply in `dependsOn` order, each from the state the previous one settled in.
-fn chain_through_the_model(case: &str, version: &str) {
+/// A transitions case (the live cluster before phase prepare, and the package) and the chain
+/// the function writes for it after the hand-over step.
+fn chain_of(case: &str, version: &str) -> (Vec<Value>, Vec<Value>, Vec<Value>) {
     let live = load(case, "live.yaml");
     let before = load(case, "before.yaml");
     let mut items = before.clone();
     items.push(observe(&live));
-    let chain_spec = format!(
-        "  ciliumVersion: {version}\n  orchestrate:\n    step: chain\n    cutoverImage: r/cutover:1\n    source:\n      sourceRef: {{kind: GitRepository, name: platform}}\n      path: ./c\n"
-    );
-    let handed = run_items(
-        &items,
-        &format!("  ciliumVersion: {version}\n  orchestrate: {{step: handover}}\n"),
-    );
-    let chain = run_items(&handed, &chain_spec);
+    let handed = run_items(&items, &handover_spec(version));
+    let chain = run_items(&handed, &orchestrate_spec(version, "chain"));
+    (live, before, chain)
+}
+
+/// Runs the chain on a transitions case (live cluster before phase prepare) and explores each
+/// Kustomization's apply in `dependsOn` order, each from the state the previous one settled in.
+fn chain_through_the_model(case: &str, version: &str) {
+    let (live, before, chain) = chain_of(case, version);
+    let chain_spec = orchestrate_spec(version, "chain");
     // Running the chain on its own output changes nothing.
     assert_eq!(
         run_items(&chain, &chain_spec),
@@ -151,20 +153,7 @@ fn the_chain_keeps_every_invariant_operator_restart_on_1_18_1() {
 #[test]
 fn the_cutover_payload_before_stop_speaker_breaks_one_announcer() {
     let (case, version) = ("operator-restart", "1.18.1");
-    let live = load(case, "live.yaml");
-    let before = load(case, "before.yaml");
-    let mut items = before.clone();
-    items.push(observe(&live));
-    let handed = run_items(
-        &items,
-        &format!("  ciliumVersion: {version}\n  orchestrate: {{step: handover}}\n"),
-    );
-    let chain = run_items(
-        &handed,
-        &format!(
-            "  ciliumVersion: {version}\n  orchestrate:\n    step: chain\n    cutoverImage: r/cutover:1\n    source:\n      sourceRef: {{kind: GitRepository, name: platform}}\n      path: ./c\n"
-        ),
-    );
+    let (live, before, chain) = chain_of(case, version);
     let p1 = applied(&before, &chain, &["prepare"]);
     let skipped = applied(&before, &chain, &["prepare", "cutover"]);
     let mut o = Options::new(CiliumVersion::parse(version).unwrap());
@@ -188,20 +177,7 @@ fn the_cutover_payload_before_stop_speaker_breaks_one_announcer() {
 #[test]
 fn reverting_the_whole_chain_after_prepare_can_move_an_ip() {
     let (case, version) = ("operator-restart", "1.18.1");
-    let live = load(case, "live.yaml");
-    let before = load(case, "before.yaml");
-    let mut items = before.clone();
-    items.push(observe(&live));
-    let handed = run_items(
-        &items,
-        &format!("  ciliumVersion: {version}\n  orchestrate: {{step: handover}}\n"),
-    );
-    let chain = run_items(
-        &handed,
-        &format!(
-            "  ciliumVersion: {version}\n  orchestrate:\n    step: chain\n    cutoverImage: r/cutover:1\n    source:\n      sourceRef: {{kind: GitRepository, name: platform}}\n      path: ./c\n"
-        ),
-    );
+    let (live, before, chain) = chain_of(case, version);
     let p1 = applied(&before, &chain, &["prepare"]);
     let p2 = applied(&before, &chain, &["prepare", "stop-speaker"]);
     let p3 = applied(&before, &chain, &["prepare", "stop-speaker", "cutover"]);

@@ -7,11 +7,6 @@ use serde::{Deserialize, Serialize};
 use crate::config::types::Duration;
 use crate::modes::prepull::{ImageRef, SourceRef};
 
-/// Default image of the gate Jobs' main container: kubectl and a POSIX shell (Sylva's
-/// `kube-job` image, the one the prepull waiter uses). Pin it by digest in production.
-pub const DEFAULT_KUBECTL_IMAGE: &str =
-    "registry.gitlab.com/sylva-projects/sylva-elements/container-images/kube-job:v1.2.1";
-
 /// Flux-orchestrated output (`spec.orchestrate`). Four steps, each its own commit: `handover`
 /// marks the objects the chain will take over `kustomize.toolkit.fluxcd.io/prune: disabled`
 /// (let the owning Flux Kustomization apply it), `chain` moves them into the payload
@@ -38,11 +33,13 @@ pub struct Orchestrate {
     pub gate_namespace: String,
     /// Namespace of Cilium's L2 announcement Leases.
     pub cilium_namespace: String,
-    /// Image of the gate container: needs `/bin/sh` and `kubectl`. Pin it by digest
-    /// (`repo@sha256:…`); a tag-only image is a warning.
-    pub kubectl_image: ImageRef,
-    /// The cutover image (required for steps `chain` and `cleanup`): an init container copies its `/cutover`
-    /// binary into the gate pod. Pin it by digest.
+    /// Image of the gate container (required for steps `chain` and `cleanup`, pinned by digest:
+    /// `repo[:tag]@sha256:…`): needs `/bin/sh` and `kubectl`, e.g. Sylva's `kube-job` image.
+    /// There is no default: a gate decides whether the next phase runs, so it runs exactly the
+    /// image the operator reviewed and mirrored, never one a tag may move under.
+    pub kubectl_image: Option<ImageRef>,
+    /// The cutover image (required for steps `chain` and `cleanup`, pinned by digest): an init
+    /// container copies its `/cutover` binary into the gate pod.
     pub cutover_image: Option<ImageRef>,
     /// `spec.interval` of the chained Kustomizations.
     pub interval: Duration,
@@ -63,7 +60,7 @@ impl Default for Orchestrate {
             flux_namespace: "flux-system".into(),
             gate_namespace: "cilium-l2-cutover".into(),
             cilium_namespace: "kube-system".into(),
-            kubectl_image: ImageRef::parse(DEFAULT_KUBECTL_IMAGE).expect("valid default"),
+            kubectl_image: None,
             cutover_image: None,
             interval: Duration::parse("10m").expect("valid default"),
             timeouts: GateTimeouts::default(),

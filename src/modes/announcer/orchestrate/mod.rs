@@ -118,7 +118,6 @@ fn plan(
     let mut results = stages.warnings.clone();
     // The plan: the observed state, and the end state phase cutover leaves.
     let plan = payload::plan_text(observed_item, &stages.expected);
-    results.extend(settings::unpinned_images(orchestrate, fc));
     let mut outcome = match orchestrate.step {
         Step::Handover => handover(items, &placement, &settings),
         Step::Chain => {

@@ -6,7 +6,7 @@ use super::super::config::Phase;
 use super::config::{Orchestrate, Step};
 use super::flux::Unit;
 use crate::krm::KrmResult;
-use crate::modes::prepull::{SourceRef, fc_error};
+use crate::modes::prepull::{ImageRef, SourceRef, fc_error};
 
 /// The validated orchestration settings.
 #[derive(Debug, Clone)]
@@ -132,20 +132,20 @@ pub fn resolve(o: &Orchestrate, fc: Option<&Value>) -> Result<Settings, KrmResul
             (Some(source_ref), path.trim_end_matches('/').to_owned())
         }
     };
-    let cutover_image = match (&o.cutover_image, chain) {
-        (Some(image), _) => image.to_string(),
-        (None, false) => String::new(),
-        (None, true) => {
-            return Err(fc_error(
-                fc,
-                format!(
-                    "orchestrate.cutoverImage is required with step: {step}: the image you publish cutover as (its \
-                     /cutover binary runs `cutover verify` in each gate Job), pinned by digest"
-                ),
-                "orchestrate.cutoverImage",
-            ));
-        }
-    };
+    let kubectl_image = gate_image(
+        chain.then_some(&o.kubectl_image),
+        "orchestrate.kubectlImage",
+        "the image of the gate container: /bin/sh and kubectl, e.g. Sylva's kube-job image",
+        step,
+        fc,
+    )?;
+    let cutover_image = gate_image(
+        chain.then_some(&o.cutover_image),
+        "orchestrate.cutoverImage",
+        "the image you publish cutover as (its /cutover binary runs `cutover verify` in each gate Job)",
+        step,
+        fc,
+    )?;
     Ok(Settings {
         dir,
         source_ref,
@@ -153,7 +153,7 @@ pub fn resolve(o: &Orchestrate, fc: Option<&Value>) -> Result<Settings, KrmResul
         flux_namespace: o.flux_namespace.clone(),
         gate_namespace: o.gate_namespace.clone(),
         cilium_namespace: o.cilium_namespace.clone(),
-        kubectl_image: o.kubectl_image.to_string(),
+        kubectl_image,
         cutover_image,
         interval: o.interval.as_str().to_owned(),
         timeouts: [
@@ -166,26 +166,33 @@ pub fn resolve(o: &Orchestrate, fc: Option<&Value>) -> Result<Settings, KrmResul
     })
 }
 
-/// Warnings for gate images pinned by tag only.
-pub fn unpinned_images(o: &Orchestrate, fc: Option<&Value>) -> Vec<KrmResult> {
-    let mut out = Vec::new();
-    let images = [
-        ("orchestrate.kubectlImage", Some(&o.kubectl_image)),
-        ("orchestrate.cutoverImage", o.cutover_image.as_ref()),
-    ];
-    for (field, image) in images {
-        if let Some(image) = image.filter(|i| !i.as_str().contains('@')) {
-            let mut r = KrmResult::warning(format!(
-                "{field} {} is pinned by tag only: a gate that decides whether the next phase runs should run exactly \
-                 the image that was reviewed; pin it by digest (repo:tag@sha256:…)",
+/// A gate image of a step that writes gates (`image` is `None` for the steps that write none):
+/// required, and pinned by digest. A gate decides whether the next phase runs: it must run
+/// exactly the image that was reviewed, and a tag can be moved under it between two rounds.
+fn gate_image(
+    image: Option<&Option<ImageRef>>,
+    field: &str,
+    what: &str,
+    step: &str,
+    fc: Option<&Value>,
+) -> Result<String, KrmResult> {
+    match image {
+        None => Ok(String::new()),
+        Some(None) => Err(fc_error(
+            fc,
+            format!("{field} is required with step: {step}: {what}, pinned by digest (repo:tag@sha256:…)"),
+            field,
+        )),
+        Some(Some(image)) if !image.as_str().contains('@') => Err(fc_error(
+            fc,
+            format!(
+                "{field} {} is pinned by tag only: a gate that decides whether the next phase runs must run exactly \
+                 the image that was reviewed; pin it by digest (repo:tag@sha256:…, the digest your registry serves)",
                 image.as_str()
-            ))
-            .field(crate::modes::prepull::config_field(fc, field));
-            if let Some(fc) = fc {
-                r = r.about(fc);
-            }
-            out.push(r);
-        }
+            ),
+            field,
+        )
+        .current(image.as_str())),
+        Some(Some(image)) => Ok(image.to_string()),
     }
-    out
 }
