@@ -42,6 +42,7 @@ pub use inputs::{GENERATED_BY, UNIT};
 pub(crate) use pod::{quantity, resources, restricted_container, restricted_pod};
 /// Shared with the announcer's chained Flux units.
 pub(crate) use render::{flux_duration, fnv1a};
+pub use source::{package_dir, valid_flux_path};
 pub use values::type_name;
 
 use serde_yaml::Value;

@@ -67,17 +67,28 @@ pub fn payload_dir(
     spec: &MetalLBImagePrepullSpec,
     fc: Option<&Value>,
 ) -> Result<String, KrmResult> {
-    let raw = spec.payload_dir.as_str();
+    package_dir(&spec.payload_dir, "payloadDir", "metallb-image-prepull", fc)
+}
+
+/// A package directory the function writes payload files to, read from the config's `field`
+/// and normalised (`./a/b/` → `a/b`): relative, inside the package, bounded like a path on disk.
+/// The payload contract of every mode that publishes one (`payloadDir`).
+pub fn package_dir(
+    raw: &str,
+    field: &str,
+    example: &str,
+    fc: Option<&Value>,
+) -> Result<String, KrmResult> {
     let longest_name = raw.split('/').map(str::len).max().unwrap_or(0);
     if raw.len() > PATH_MAX || longest_name > NAME_MAX {
         return Err(fc_error(
             fc,
             format!(
-                "payloadDir is {} bytes with a name of {longest_name}: a package directory is at most \
+                "{field} is {} bytes with a name of {longest_name}: a package directory is at most \
                  {PATH_MAX} bytes with names of at most {NAME_MAX} (PATH_MAX and NAME_MAX)",
                 raw.len()
             ),
-            "payloadDir",
+            field,
         ));
     }
     let trimmed = raw.trim_start_matches("./").trim_end_matches('/');
@@ -93,9 +104,9 @@ pub fn payload_dir(
         Err(fc_error(
             fc,
             format!(
-                "payloadDir {raw:?} must be a relative directory inside the package, e.g. metallb-image-prepull"
+                "{field} {raw:?} must be a relative directory inside the package, e.g. {example}"
             ),
-            "payloadDir",
+            field,
         )
         .current(raw))
     }
@@ -103,7 +114,7 @@ pub fn payload_dir(
 
 /// A Flux `spec.path`: relative to the source root, without `..` (Flux refuses to leave the
 /// artifact). `./` is the root itself (e.g. an OCI artifact pushed from the payload directory).
-fn valid_flux_path(path: &str) -> bool {
+pub fn valid_flux_path(path: &str) -> bool {
     !path.is_empty()
         && !path.starts_with('/')
         && path

@@ -6,7 +6,7 @@ use super::super::config::Phase;
 use super::config::{Orchestrate, Step};
 use super::flux::Unit;
 use crate::krm::KrmResult;
-use crate::modes::prepull::{ImageRef, SourceRef, fc_error};
+use crate::modes::prepull::{ImageRef, SourceRef, fc_error, package_dir, valid_flux_path};
 
 /// The validated orchestration settings.
 #[derive(Debug, Clone)]
@@ -47,41 +47,18 @@ impl Settings {
     }
 }
 
-const PATH_MAX: usize = 4096;
-const NAME_MAX: usize = 255;
-
-/// `payloadDir` normalised (`./a/` → `a`): relative, inside the package, bounded like a path.
-fn payload_dir(raw: &str, fc: Option<&Value>) -> Result<String, KrmResult> {
-    let trimmed = raw.trim_start_matches("./").trim_end_matches('/');
-    let longest = raw.split('/').map(str::len).max().unwrap_or(0);
-    let valid = raw.len() <= PATH_MAX
-        && longest <= NAME_MAX
-        && !trimmed.is_empty()
-        && trimmed != "."
-        && !raw.starts_with('/')
-        && trimmed
-            .split('/')
-            .all(|s| !s.is_empty() && s != "." && s != "..");
-    if valid {
-        Ok(trimmed.to_owned())
-    } else {
-        Err(fc_error(
-            fc,
-            "orchestrate.payloadDir must be a relative directory inside the package (at most 4096 bytes, names \
-             of at most 255), e.g. cilium-l2-cutover"
-                .into(),
-            "orchestrate.payloadDir",
-        ))
-    }
-}
-
 const EXAMPLE: &str = "orchestrate: {source: {sourceRef: {kind: GitRepository, name: platform, namespace: flux-system}, \
      path: ./clusters/prod/cilium-l2-cutover}}";
 
 /// Validates `spec.orchestrate`; steps `chain` and `cleanup` (which write the chain's
 /// Kustomizations and gates) also need the source and the cutover image.
 pub fn resolve(o: &Orchestrate, fc: Option<&Value>) -> Result<Settings, KrmResult> {
-    let dir = payload_dir(&o.payload_dir, fc)?;
+    let dir = package_dir(
+        &o.payload_dir,
+        "orchestrate.payloadDir",
+        "cilium-l2-cutover",
+        fc,
+    )?;
     let chain = matches!(o.step, Step::Chain | Step::Cleanup);
     let step = o.step.as_str();
     let (source_ref, path) = match (&o.source, chain) {
@@ -116,12 +93,7 @@ pub fn resolve(o: &Orchestrate, fc: Option<&Value>) -> Result<Settings, KrmResul
                     "orchestrate.source.path",
                 ));
             };
-            let ok = !path.is_empty()
-                && !path.starts_with('/')
-                && path
-                    .split('/')
-                    .all(|s| s != ".." && !s.chars().any(char::is_whitespace));
-            if !ok {
+            if !valid_flux_path(&path) {
                 return Err(fc_error(
                     fc,
                     format!("orchestrate.source.path {path:?} must be relative to the source root, without '..'"),
