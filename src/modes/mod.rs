@@ -3,6 +3,7 @@
 
 pub mod announcer;
 pub mod capm3;
+pub mod flux;
 pub mod install;
 pub mod prepull;
 

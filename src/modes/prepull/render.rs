@@ -16,8 +16,8 @@ use super::inputs::{GENERATED_BY, UNIT};
 use super::pod::{MANAGED_BY, meta};
 use super::siblings::UnitIdentity;
 use super::waiter::{DEADLINE_MARGIN_SECS, job_spec, rbac};
-use crate::krm::annotations::LOCAL_CONFIG;
 use crate::krm::object::{set_annotation, set_file};
+use crate::modes::flux::{JobHealthCheck, KustomizeFile};
 
 /// Extra seconds Flux health-checks beyond the Job deadline.
 const FLUX_MARGIN_SECS: u64 = 60;
@@ -66,7 +66,7 @@ struct FluxKustomizationSpec {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     depends_on: Vec<Value>,
     force: bool,
-    health_checks: Vec<HealthCheck>,
+    health_checks: Vec<JobHealthCheck>,
     interval: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     kube_config: Option<Value>,
@@ -78,25 +78,6 @@ struct FluxKustomizationSpec {
     target_namespace: String,
     timeout: String,
     wait: bool,
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct HealthCheck {
-    api_version: &'static str,
-    kind: &'static str,
-    name: String,
-    namespace: String,
-}
-
-/// kustomize `Kustomization` (`kustomize.config.k8s.io/v1beta1`) listing the payload files.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct KustomizeFile {
-    api_version: &'static str,
-    kind: &'static str,
-    metadata: ObjectMeta,
-    resources: Vec<String>,
 }
 
 /// The generated objects, each with its file annotations, in output order.
@@ -162,24 +143,8 @@ pub fn payload(spec: &MetalLBImagePrepullSpec, images: &[PrepullImage], dir: &st
         ..Default::default()
     };
     let (service_account, role, binding) = rbac(ns);
-    let kustomize_file = KustomizeFile {
-        api_version: "kustomize.config.k8s.io/v1beta1",
-        kind: "Kustomization",
-        metadata: ObjectMeta {
-            name: Some(UNIT.into()),
-            labels: Some(BTreeMap::from([(
-                MANAGED_BY.0.to_string(),
-                MANAGED_BY.1.to_string(),
-            )])),
-            // Build input for Flux's kustomize, never an object to apply.
-            annotations: Some(BTreeMap::from([(
-                LOCAL_CONFIG.to_string(),
-                "true".to_string(),
-            )])),
-            ..Default::default()
-        },
-        resources: vec!["daemonset.yaml".into(), "waiter.yaml".into()],
-    };
+    let kustomize_file =
+        payload_kustomize_file(UNIT, vec!["daemonset.yaml".into(), "waiter.yaml".into()]);
     let wait_secs = spec.wait_timeout.as_secs_ceil();
     let flux_timeout = flux_duration(wait_secs + DEADLINE_MARGIN_SECS + FLUX_MARGIN_SECS);
     let objects = vec![
@@ -201,14 +166,22 @@ pub fn payload(spec: &MetalLBImagePrepullSpec, images: &[PrepullImage], dir: &st
     }
 }
 
+/// The kustomize file of a payload directory, labelled as cutover's.
+fn payload_kustomize_file(name: &str, resources: Vec<String>) -> KustomizeFile {
+    let metadata = ObjectMeta {
+        name: Some(name.into()),
+        labels: Some(BTreeMap::from([(
+            MANAGED_BY.0.to_string(),
+            MANAGED_BY.1.to_string(),
+        )])),
+        ..Default::default()
+    };
+    KustomizeFile::new(metadata, resources)
+}
+
 /// The waiter Job as a Flux health check (`healthChecks` entry of the unit).
 pub fn health_check(spec: &MetalLBImagePrepullSpec, job_name: &str) -> Value {
-    to_value(&HealthCheck {
-        api_version: "batch/v1",
-        kind: "Job",
-        name: job_name.to_owned(),
-        namespace: spec.namespace.clone(),
-    })
+    to_value(&JobHealthCheck::new(job_name, &spec.namespace))
 }
 
 /// Renders every object of the unit: the Flux Kustomization first, then the payload.
@@ -244,12 +217,7 @@ pub fn render(
             force: unit.force,
             // Health is the waiter Job only: a DaemonSet check would block on a NotReady node
             // even with onTimeout=proceed.
-            health_checks: vec![HealthCheck {
-                api_version: "batch/v1",
-                kind: "Job",
-                name: job_name.clone(),
-                namespace: ns.into(),
-            }],
+            health_checks: vec![JobHealthCheck::new(&job_name, ns)],
             interval: unit.interval.clone(),
             kube_config: unit.kube_config.as_ref().map(|(k, _)| k.clone()),
             path: unit.path.clone(),
@@ -298,23 +266,7 @@ pub fn sessions_unit(
         ..Default::default()
     };
     let (service_account, role, binding) = sessions::rbac(ns);
-    let kustomize_file = KustomizeFile {
-        api_version: "kustomize.config.k8s.io/v1beta1",
-        kind: "Kustomization",
-        metadata: ObjectMeta {
-            name: Some(SESSIONS_UNIT.into()),
-            labels: Some(BTreeMap::from([(
-                MANAGED_BY.0.to_string(),
-                MANAGED_BY.1.to_string(),
-            )])),
-            annotations: Some(BTreeMap::from([(
-                LOCAL_CONFIG.to_string(),
-                "true".to_string(),
-            )])),
-            ..Default::default()
-        },
-        resources: vec!["check.yaml".into()],
-    };
+    let kustomize_file = payload_kustomize_file(SESSIONS_UNIT, vec!["check.yaml".into()]);
     let flux_timeout =
         flux_duration(check.timeout.as_secs_ceil() + SESSIONS_MARGIN_SECS + FLUX_MARGIN_SECS);
     let mut flux_labels = unit.identity.labels.clone();
@@ -335,12 +287,7 @@ pub fn sessions_unit(
         spec: FluxKustomizationSpec {
             depends_on: vec![Value::Mapping(depends)],
             force: unit.force,
-            health_checks: vec![HealthCheck {
-                api_version: "batch/v1",
-                kind: "Job",
-                name: job_name.clone(),
-                namespace: ns.into(),
-            }],
+            health_checks: vec![JobHealthCheck::new(&job_name, ns)],
             interval: unit.interval.clone(),
             kube_config: unit.kube_config.as_ref().map(|(k, _)| k.clone()),
             path: format!("{}/bgp-sessions", unit.path.trim_end_matches('/')),

@@ -8,7 +8,6 @@
 //! reports a Job Current only once it completed, Failed when it failed (fluxcd/pkg
 //! `runtime/statusreaders/job.go`).
 
-use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
@@ -16,7 +15,7 @@ use serde::Serialize;
 use super::super::config::Phase;
 use super::rbac::meta;
 use super::settings::Settings;
-use crate::krm::annotations::LOCAL_CONFIG;
+use crate::modes::flux::{JobHealthCheck, KustomizeFile};
 use crate::modes::prepull::{SourceRef, flux_duration};
 
 /// Seconds a Kustomization's `timeout` adds to its gate's deadline: pulling two images and
@@ -38,7 +37,7 @@ pub struct FluxKustomization {
 struct FluxSpec {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     depends_on: Vec<DependsOn>,
-    health_checks: Vec<HealthCheck>,
+    health_checks: Vec<JobHealthCheck>,
     interval: String,
     path: String,
     prune: bool,
@@ -51,15 +50,6 @@ struct FluxSpec {
 #[derive(Debug, Clone, Serialize)]
 struct DependsOn {
     name: String,
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct HealthCheck {
-    api_version: &'static str,
-    kind: &'static str,
-    name: String,
-    namespace: String,
 }
 
 /// A Kustomization of the chain: one per phase, and the cleanup's (step `cleanup`), whose
@@ -108,12 +98,7 @@ pub fn unit(settings: &Settings, phase: Unit, after: Option<Unit>, job: &str) ->
                 .map(|p| DependsOn { name: unit_name(p) })
                 .into_iter()
                 .collect(),
-            health_checks: vec![HealthCheck {
-                api_version: "batch/v1",
-                kind: "Job",
-                name: job.to_owned(),
-                namespace: settings.gate_namespace.clone(),
-            }],
+            health_checks: vec![JobHealthCheck::new(job, &settings.gate_namespace)],
             interval: settings.interval.clone(),
             path: format!("{}/{}", settings.path, phase.as_str()),
             // Prunes what the phase creates (the Cilium pools, the L2 policies, the gates) when
@@ -127,31 +112,11 @@ pub fn unit(settings: &Settings, phase: Unit, after: Option<Unit>, job: &str) ->
     }
 }
 
-/// kustomize `Kustomization` (`kustomize.config.k8s.io/v1beta1`) listing a directory's files.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct KustomizeFile {
-    api_version: &'static str,
-    kind: &'static str,
-    metadata: ObjectMeta,
-    resources: Vec<String>,
-}
-
 /// The kustomize file of a payload directory (local config for kpt: a build input, never
 /// applied). An empty list at the payload root fences the phases off: Flux's generated
 /// kustomization of the package adds a sub-directory holding a kustomization file as one
 /// resource and does not descend into it (fluxcd/pkg `kustomize/kustomize_generator.go`), so
 /// the package's own Kustomization never applies a phase.
 pub fn kustomize_file(name: &str, resources: Vec<String>) -> KustomizeFile {
-    let mut metadata = meta(name, None);
-    metadata.annotations = Some(BTreeMap::from([(
-        LOCAL_CONFIG.to_string(),
-        "true".to_string(),
-    )]));
-    KustomizeFile {
-        api_version: "kustomize.config.k8s.io/v1beta1",
-        kind: "Kustomization",
-        metadata,
-        resources,
-    }
+    KustomizeFile::new(meta(name, None), resources)
 }
