@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::{Deserialize, Serialize};
 
+use super::ipam::CiliumBlock;
+
 /// Synthetic Service label Cilium matches pool and policy selectors against.
 pub const SVC_NAMESPACE_LABEL: &str = "io.kubernetes.service.namespace";
 /// Synthetic Service label with the Service name.
@@ -55,6 +57,25 @@ pub struct IpPoolSpec {
     /// Services that may allocate from the pool (none = all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_selector: Option<LabelSelector>,
+}
+
+impl IpPoolSpec {
+    /// The blocks as LB-IPAM reads them, `allowFirstLastIPs` applied (a block it cannot parse
+    /// holds no address).
+    pub fn cilium_blocks(&self) -> Vec<CiliumBlock> {
+        let allow = self.allow_first_last_ips.as_deref();
+        self.blocks
+            .iter()
+            .filter_map(|b| {
+                CiliumBlock::parse(
+                    b.cidr.as_deref(),
+                    b.start.as_deref(),
+                    b.stop.as_deref(),
+                    allow,
+                )
+            })
+            .collect()
+    }
 }
 
 /// One pool block: `cidr`, or `start` with optional `stop`.

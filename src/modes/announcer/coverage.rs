@@ -190,19 +190,7 @@ impl<'a> Proof<'a> {
         let cilium_pools: Vec<CiliumPool> = pools
             .iter()
             .map(|p| {
-                let blocks = p
-                    .spec
-                    .blocks
-                    .iter()
-                    .filter_map(|b| {
-                        CiliumBlock::parse(
-                            b.cidr.as_deref(),
-                            b.start.as_deref(),
-                            b.stop.as_deref(),
-                            p.spec.allow_first_last_ips.as_deref(),
-                        )
-                    })
-                    .collect();
+                let blocks = p.spec.cilium_blocks();
                 (
                     p,
                     blocks,

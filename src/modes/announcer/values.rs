@@ -460,13 +460,9 @@ mod tests {
         assert!(!device_covers("ovn0", "eth0"));
     }
 
-    #[test]
-    fn values_edit_keeps_existing_keys_and_is_idempotent() {
-        let item: Value = serde_yaml::from_str(
-            "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: cilium}\nspec:\n  values:\n    kubeProxyReplacement: true\n    other: 1\n",
-        )
-        .unwrap();
-        let rel = CiliumRelease {
+    /// The upstream cilium chart installed by a Flux HelmRelease, values at `spec.values`.
+    fn flux_cilium_release() -> CiliumRelease {
+        CiliumRelease {
             index: 0,
             values: HelmValues {
                 at: ValuesAt::Tree(vec!["spec".into(), "values".into()]),
@@ -479,7 +475,16 @@ mod tests {
                 cozystack: false,
             },
             kubeovn: false,
-        };
+        }
+    }
+
+    #[test]
+    fn values_edit_keeps_existing_keys_and_is_idempotent() {
+        let item: Value = serde_yaml::from_str(
+            "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: cilium}\nspec:\n  values:\n    kubeProxyReplacement: true\n    other: 1\n",
+        )
+        .unwrap();
+        let rel = flux_cilium_release();
         let v = CiliumVersion::parse("1.18.4").unwrap();
         let out = cilium(&item, &rel, &v, 12, None);
         let edited = out.edited.unwrap();
@@ -524,20 +529,7 @@ mod tests {
             "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: cilium}\nspec:\n  values:\n    kubeProxyReplacement: true\n    l2announcements: {enabled: true}\n    k8sClientRateLimit: {qps: 3, burst: 2}\n",
         )
         .unwrap();
-        let rel = CiliumRelease {
-            index: 0,
-            values: HelmValues {
-                at: ValuesAt::Tree(vec!["spec".into(), "values".into()]),
-                prefix: Vec::new(),
-            },
-            carrier: Carrier::HelmRelease { generated_by: None },
-            chart: Chart {
-                name: "cilium".into(),
-                version: None,
-                cozystack: false,
-            },
-            kubeovn: false,
-        };
+        let rel = flux_cilium_release();
         let out = cilium(&item, &rel, &v117, 40, None);
         let values = &out.edited.unwrap()["spec"]["values"]["k8sClientRateLimit"];
         assert_eq!(values["qps"], Value::from(18));

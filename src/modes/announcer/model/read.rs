@@ -297,19 +297,10 @@ fn cilium_objects(items: &[Value], cluster: &mut Cluster) {
 }
 
 fn cilium_pool(pool: &IpPool, disabled: bool) -> CPool {
-    let allow = pool.spec.allow_first_last_ips.as_deref();
     let blocks = pool
         .spec
-        .blocks
-        .iter()
-        .filter_map(|b| {
-            CiliumBlock::parse(
-                b.cidr.as_deref(),
-                b.start.as_deref(),
-                b.stop.as_deref(),
-                allow,
-            )
-        })
+        .cilium_blocks()
+        .into_iter()
         .map(|b| match b {
             CiliumBlock::Range(interval) => Block {
                 interval,

@@ -8,7 +8,6 @@
 //! reports a Job Current only once it completed, Failed when it failed (fluxcd/pkg
 //! `runtime/statusreaders/job.go`).
 
-
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
