@@ -13,52 +13,9 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
+use common::transitions::{load, observe};
 use cutover::modes::announcer::model::{CiliumVersion, Options, Report, Transition, explore};
-use serde::Deserialize;
 use serde_yaml::Value;
-
-fn load(case: &str, file: &str) -> Vec<Value> {
-    let path = format!(
-        "{}/tests/transitions/{case}/{file}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|d| Value::deserialize(d).unwrap())
-        .filter(|v| !v.is_null())
-        .collect()
-}
-
-/// `cutover observe` on the live objects, as `kubectl get … -o yaml` would list them.
-fn observe(live: &[Value]) -> Value {
-    let list = serde_yaml::to_string(
-        &serde_yaml::from_str::<Value>("{apiVersion: v1, kind: List}")
-            .map(|mut l| {
-                l["items"] = Value::Sequence(live.to_vec());
-                l
-            })
-            .unwrap(),
-    )
-    .unwrap();
-    let mut child = Command::new(common::bin())
-        .arg("observe")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(list.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success());
-    serde_yaml::from_slice(&out.stdout).unwrap()
-}
 
 /// What one run of the function gives: exit code, output items (local config dropped: nothing
 /// applies it) and results.

@@ -7,6 +7,7 @@ pub mod examples;
 pub mod json_schema;
 pub mod k8s;
 pub mod prepull;
+pub mod transitions;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
