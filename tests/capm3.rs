@@ -53,6 +53,17 @@ fn without(mut list: Value, kind: &str, name: &str) -> Value {
     list
 }
 
+/// The example `name` without its (B) ConfigMap `b`, the `valuesFrom` of its HelmRelease
+/// `cluster` changed by `f`.
+fn without_b(name: &str, b: &str, f: impl FnOnce(&mut Vec<Value>)) -> Value {
+    edit(
+        without(source(name), "ConfigMap", b),
+        "HelmRelease",
+        "cluster",
+        |hr| f(hr["spec"]["valuesFrom"].as_sequence_mut().unwrap()),
+    )
+}
+
 fn value_names(release: &Value) -> Vec<String> {
     release["spec"]["valuesFrom"]
         .as_sequence()
@@ -594,16 +605,11 @@ fn adding_b_waits_for_the_management_cluster() {
     );
     ok(&cm);
     // (B) missing altogether from a healthy workload wiring: refused the same way.
-    let list = edit(
-        without(
-            source("capm3-workload-healthy"),
-            "ConfigMap",
-            "kyverno-cloned-os-image-server-images",
-        ),
-        "HelmRelease",
-        "cluster",
-        |hr| {
-            hr["spec"]["valuesFrom"].as_sequence_mut().unwrap().pop();
+    let list = without_b(
+        "capm3-workload-healthy",
+        "kyverno-cloned-os-image-server-images",
+        |values_from| {
+            values_from.pop();
         },
     );
     let out = fails(&with_spec(list, "fix", Value::Bool(true)));
@@ -613,20 +619,10 @@ fn adding_b_waits_for_the_management_cluster() {
             .any(|r| r["message"].as_str().unwrap().starts_with("refused"))
     );
     // Reordering a (B) the HelmRelease already reads adds no dependency: not refused.
-    let list = edit(
-        without(
-            source("capm3-workload-healthy"),
-            "ConfigMap",
-            "kyverno-cloned-os-image-server-images",
-        ),
-        "HelmRelease",
-        "cluster",
-        |hr| {
-            hr["spec"]["valuesFrom"]
-                .as_sequence_mut()
-                .unwrap()
-                .swap(6, 7);
-        },
+    let list = without_b(
+        "capm3-workload-healthy",
+        "kyverno-cloned-os-image-server-images",
+        |values_from| values_from.swap(6, 7),
     );
     let out = ok(&with_spec(list, "fix", Value::Bool(true)));
     assert_eq!(
@@ -635,16 +631,11 @@ fn adding_b_waits_for_the_management_cluster() {
     );
     // The management cluster: its (B) is the os-image-server output; adding it without the
     // output among the items is refused too.
-    let list = edit(
-        without(
-            source("capm3-management-policy-missing"),
-            "ConfigMap",
-            "capm3-os-image-server-os-images",
-        ),
-        "HelmRelease",
-        "cluster",
-        |hr| {
-            hr["spec"]["valuesFrom"].as_sequence_mut().unwrap().pop();
+    let list = without_b(
+        "capm3-management-policy-missing",
+        "capm3-os-image-server-os-images",
+        |values_from| {
+            values_from.pop();
         },
     );
     let out = fails(&list);
