@@ -151,6 +151,11 @@ fn assert_error(run: &Run, items: &[&str], kind: &str, name: &str, path: &str) -
         })
 }
 
+/// [`assert_error`] on a run of phase cutover on `items`.
+fn assert_cutover_error(items: &[&str], kind: &str, name: &str, path: &str) -> Value {
+    assert_error(&run(items, &fc(CUTOVER)), items, kind, name, path)
+}
+
 fn output_items(run: &Run) -> Vec<Value> {
     run.resource_list()["items"]
         .as_sequence()
