@@ -291,14 +291,7 @@ fn cutover_refuses_while_the_observed_state_shows_speaker_pods() {
         "- {apiVersion: v1, kind: Pod, metadata: {name: speaker-1, labels: {app.kubernetes.io/name: metallb, app.kubernetes.io/component: speaker}}, spec: {nodeName: w1}, status: {phase: Running}}\n",
     );
     let items = [POOL, ADV, METALLB_STOPPED, s.as_str(), state.as_str()];
-    let out = run(&items, &fc(CUTOVER));
-    let e = assert_error(
-        &out,
-        &items,
-        "ObservedState",
-        "live",
-        "metallb.speakerNodes",
-    );
+    let e = assert_cutover_error(&items, "ObservedState", "live", "metallb.speakerNodes");
     assert!(e["message"].as_str().unwrap().contains("w1"));
 }
 
@@ -466,14 +459,7 @@ fn every_install_form_stops_the_controller_before_the_pools_go() {
         "- {apiVersion: v1, kind: Pod, metadata: {name: controller-1, labels: {app: metallb, component: controller}}, status: {phase: Running}}\n",
     );
     let items = [POOL, ADV, METALLB_STOPPED, s.as_str(), state.as_str()];
-    let out = run(&items, &fc(CUTOVER));
-    let e = assert_error(
-        &out,
-        &items,
-        "ObservedState",
-        "live",
-        "metallb.controllerPods",
-    );
+    let e = assert_cutover_error(&items, "ObservedState", "live", "metallb.controllerPods");
     assert!(e["message"].as_str().unwrap().contains("clearServiceState"));
 }
 
