@@ -63,8 +63,10 @@ metadata:
   namespace: metallb-system
 ";
 
-/// MetalLB Helm release whose speaker phase stop-speaker already stopped.
-const METALLB_STOPPED: &str = "apiVersion: helm.toolkit.fluxcd.io/v2
+/// The MetalLB Helm release, as a literal for `concat!`.
+macro_rules! metallb_release {
+    () => {
+        "apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
 metadata:
   name: metallb
@@ -73,21 +75,20 @@ spec:
   chart:
     spec:
       chart: metallb
-  values:
+"
+    };
+}
+
+/// MetalLB Helm release whose speaker phase stop-speaker already stopped.
+const METALLB_STOPPED: &str = concat!(
+    metallb_release!(),
+    "  values:
     speaker:
       enabled: false
-";
+"
+);
 
-const METALLB_RUNNING: &str = "apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
-metadata:
-  name: metallb
-  namespace: metallb-system
-spec:
-  chart:
-    spec:
-      chart: metallb
-";
+const METALLB_RUNNING: &str = metallb_release!();
 
 fn svc(name: &str, ns: &str, ip: &str) -> String {
     format!(
@@ -148,6 +149,11 @@ fn assert_error(run: &Run, items: &[&str], kind: &str, name: &str, path: &str) -
                 serde_yaml::to_string(&results).unwrap()
             )
         })
+}
+
+/// [`assert_error`] on a run of phase cutover on `items`.
+fn assert_cutover_error(items: &[&str], kind: &str, name: &str, path: &str) -> Value {
+    assert_error(&run(items, &fc(CUTOVER)), items, kind, name, path)
 }
 
 fn output_items(run: &Run) -> Vec<Value> {

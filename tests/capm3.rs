@@ -53,6 +53,17 @@ fn without(mut list: Value, kind: &str, name: &str) -> Value {
     list
 }
 
+/// The example `name` without its (B) ConfigMap `b`, the `valuesFrom` of its HelmRelease
+/// `cluster` changed by `f`.
+fn without_b(name: &str, b: &str, f: impl FnOnce(&mut Vec<Value>)) -> Value {
+    edit(
+        without(source(name), "ConfigMap", b),
+        "HelmRelease",
+        "cluster",
+        |hr| f(hr["spec"]["valuesFrom"].as_sequence_mut().unwrap()),
+    )
+}
+
 fn value_names(release: &Value) -> Vec<String> {
     release["spec"]["valuesFrom"]
         .as_sequence()
@@ -233,14 +244,7 @@ fn sylva_values_stand_in_for_the_cluster_values_secret() {
     let secret = find(&base, "Secret", "helm-unit-values-cluster-5f0c2a1");
     let encoded = secret["data"]["values"].as_str().unwrap();
     let decoded = String::from_utf8(encoded_bytes(encoded)).unwrap();
-    let mut values = Mapping::new();
-    values.insert("cluster".into(), yaml(&decoded));
-    let cm = yaml(&format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: sylva-units-values, namespace: wc1}}\ndata:\n  values: {}\n",
-        serde_json::to_string(&serde_yaml::to_string(&values).unwrap()).unwrap()
-    ));
-    let mut list = without(base, "Secret", "helm-unit-values-cluster-5f0c2a1");
-    list["items"].as_sequence_mut().unwrap().push(cm);
+    let list = sylva_values_for_secret(base, &decoded);
     let out = ok(&list);
     let provider = only(&out, "provider");
     assert!(
@@ -261,6 +265,20 @@ fn sylva_values_stand_in_for_the_cluster_values_secret() {
             .unwrap()
             .contains("infra provider capd")
     );
+}
+
+/// `list` with the cluster values Secret of wc1 replaced by the sylva-units-values ConfigMap,
+/// whose values hold `cluster` (YAML text) under `cluster`.
+fn sylva_values_for_secret(list: Value, cluster: &str) -> Value {
+    let mut values = Mapping::new();
+    values.insert("cluster".into(), yaml(cluster));
+    let cm = yaml(&format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: sylva-units-values, namespace: wc1}}\ndata:\n  values: {}\n",
+        serde_json::to_string(&serde_yaml::to_string(&values).unwrap()).unwrap()
+    ));
+    let mut list = without(list, "Secret", "helm-unit-values-cluster-5f0c2a1");
+    list["items"].as_sequence_mut().unwrap().push(cm);
+    list
 }
 
 fn encoded_bytes(b64: &str) -> Vec<u8> {
@@ -594,16 +612,11 @@ fn adding_b_waits_for_the_management_cluster() {
     );
     ok(&cm);
     // (B) missing altogether from a healthy workload wiring: refused the same way.
-    let list = edit(
-        without(
-            source("capm3-workload-healthy"),
-            "ConfigMap",
-            "kyverno-cloned-os-image-server-images",
-        ),
-        "HelmRelease",
-        "cluster",
-        |hr| {
-            hr["spec"]["valuesFrom"].as_sequence_mut().unwrap().pop();
+    let list = without_b(
+        "capm3-workload-healthy",
+        "kyverno-cloned-os-image-server-images",
+        |values_from| {
+            values_from.pop();
         },
     );
     let out = fails(&with_spec(list, "fix", Value::Bool(true)));
@@ -613,20 +626,10 @@ fn adding_b_waits_for_the_management_cluster() {
             .any(|r| r["message"].as_str().unwrap().starts_with("refused"))
     );
     // Reordering a (B) the HelmRelease already reads adds no dependency: not refused.
-    let list = edit(
-        without(
-            source("capm3-workload-healthy"),
-            "ConfigMap",
-            "kyverno-cloned-os-image-server-images",
-        ),
-        "HelmRelease",
-        "cluster",
-        |hr| {
-            hr["spec"]["valuesFrom"]
-                .as_sequence_mut()
-                .unwrap()
-                .swap(6, 7);
-        },
+    let list = without_b(
+        "capm3-workload-healthy",
+        "kyverno-cloned-os-image-server-images",
+        |values_from| values_from.swap(6, 7),
     );
     let out = ok(&with_spec(list, "fix", Value::Bool(true)));
     assert_eq!(
@@ -635,16 +638,11 @@ fn adding_b_waits_for_the_management_cluster() {
     );
     // The management cluster: its (B) is the os-image-server output; adding it without the
     // output among the items is refused too.
-    let list = edit(
-        without(
-            source("capm3-management-policy-missing"),
-            "ConfigMap",
-            "capm3-os-image-server-os-images",
-        ),
-        "HelmRelease",
-        "cluster",
-        |hr| {
-            hr["spec"]["valuesFrom"].as_sequence_mut().unwrap().pop();
+    let list = without_b(
+        "capm3-management-policy-missing",
+        "capm3-os-image-server-os-images",
+        |values_from| {
+            values_from.pop();
         },
     );
     let out = fails(&list);
@@ -668,14 +666,7 @@ fn a_selector_that_pins_k8s_version_is_checked_without_k8s_version() {
     let cluster = "name: wc1\ncapi_providers: {infra_provider: capm3, bootstrap_provider: cabpr}\nk8s_version: '{{ .Values.k8s_version_map.x }}'\n\
         control_plane: {capm3: {os_image_selector: {os: ubuntu, os-release: noble, flavor: plain, k8s-version: '1\\.31\\..*'}}}\n\
         machine_deployments: {md0: {capm3: {os_image_selector: {os: opensuse}}}}\n";
-    let mut values = Mapping::new();
-    values.insert("cluster".into(), yaml(cluster));
-    let cm = yaml(&format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: sylva-units-values, namespace: wc1}}\ndata:\n  values: {}\n",
-        serde_json::to_string(&serde_yaml::to_string(&values).unwrap()).unwrap()
-    ));
-    let mut list = without(base, "Secret", "helm-unit-values-cluster-5f0c2a1");
-    list["items"].as_sequence_mut().unwrap().push(cm);
+    let list = sylva_values_for_secret(base, cluster);
     let out = ok(&list);
     let selection = check(&out, "image-selection");
     assert_eq!(selection.len(), 2, "{selection:#?}");

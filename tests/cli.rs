@@ -302,11 +302,7 @@ fn configmap_form_results_name_data_fields() {
     for (config, path) in [(typed, "spec.phase"), (cm, "data.phase")] {
         let run = run_fn(resource_list(&[CM, pool], Some(config)).as_bytes());
         assert_eq!(run.code, 1, "{}", run.stderr);
-        let errors: Vec<Value> = run
-            .results()
-            .into_iter()
-            .filter(|r| r["severity"] == "error")
-            .collect();
+        let errors = run.errors();
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert_eq!(errors[0]["field"]["path"], path, "{errors:?}");
         assert_eq!(errors[0]["resourceRef"]["name"], config_name(config));

@@ -22,9 +22,47 @@ use common::{
 };
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::core::v1::{PodSpec, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use serde_yaml::Value;
+
+/// The pod template of a generated DaemonSet or Job, which must meet Pod Security "restricted"
+/// (`name` is the example, for the failure message).
+fn restricted_pod(obj: &Value, name: &str) -> PodSpec {
+    let template = match obj["kind"].as_str().unwrap() {
+        "DaemonSet" => {
+            k8s::roundtrip::<DaemonSet>(obj)
+                .unwrap()
+                .spec
+                .unwrap()
+                .template
+        }
+        "Job" => k8s::roundtrip::<Job>(obj).unwrap().spec.unwrap().template,
+        other => panic!("{name}: no pod template in a {other}"),
+    };
+    let pod = template.spec.unwrap();
+    assert_eq!(
+        k8s::restricted_violations(&pod),
+        Vec::<String>::new(),
+        "{name}"
+    );
+    pod
+}
+
+/// A generated Role that only reads (get/list/watch) some of `resources`.
+fn assert_reads_only(obj: &Value, resources: &[&str]) {
+    let role: Role = k8s::roundtrip(obj).unwrap();
+    for rule in role.rules.unwrap() {
+        assert!(
+            rule.verbs
+                .iter()
+                .all(|v| ["get", "list", "watch"].contains(&v.as_str()))
+        );
+        for r in rule.resources.unwrap() {
+            assert!(resources.contains(&r.as_str()), "{r}");
+        }
+    }
+}
 
 #[test]
 fn every_emitted_object_validates_and_every_container_is_restricted() {
@@ -48,42 +86,19 @@ fn every_emitted_object_validates_and_every_container_is_restricted() {
                     crd::validate(obj).unwrap_or_else(|e| panic!("{name}: {e:?}"));
                 }
                 ("apps/v1", "DaemonSet") => {
-                    let ds: DaemonSet = k8s::roundtrip(obj).unwrap();
-                    let pod = ds.spec.unwrap().template.spec.unwrap();
-                    assert_eq!(
-                        k8s::restricted_violations(&pod),
-                        Vec::<String>::new(),
-                        "{name}"
-                    );
+                    let pod = restricted_pod(obj, name);
                     containers +=
                         pod.containers.len() + pod.init_containers.unwrap_or_default().len();
                 }
                 ("batch/v1", "Job") => {
-                    let job: Job = k8s::roundtrip(obj).unwrap();
-                    let pod = job.spec.unwrap().template.spec.unwrap();
-                    assert_eq!(
-                        k8s::restricted_violations(&pod),
-                        Vec::<String>::new(),
-                        "{name}"
-                    );
-                    containers += pod.containers.len();
+                    containers += restricted_pod(obj, name).containers.len();
                 }
                 ("v1", "ServiceAccount") => {
                     k8s::roundtrip::<ServiceAccount>(obj).unwrap();
                 }
                 ("rbac.authorization.k8s.io/v1", "Role") => {
-                    let role: Role = k8s::roundtrip(obj).unwrap();
                     // Read-only: nothing but get/list/watch, daemonsets and pods only.
-                    for rule in role.rules.unwrap() {
-                        assert!(
-                            rule.verbs
-                                .iter()
-                                .all(|v| ["get", "list", "watch"].contains(&v.as_str()))
-                        );
-                        for r in rule.resources.unwrap() {
-                            assert!(r == "daemonsets" || r == "pods", "{r}");
-                        }
-                    }
+                    assert_reads_only(obj, &["daemonsets", "pods"]);
                 }
                 ("rbac.authorization.k8s.io/v1", "RoleBinding") => {
                     k8s::roundtrip::<RoleBinding>(obj).unwrap();
@@ -362,36 +377,15 @@ fn upstream_chart_units_validate_and_are_restricted() {
                 ("kustomize.toolkit.fluxcd.io/v1", "Kustomization") => {
                     crd::validate(obj).unwrap_or_else(|e| panic!("{name}: {e:?}"));
                 }
-                ("apps/v1", "DaemonSet") => {
-                    let ds: DaemonSet = k8s::roundtrip(obj).unwrap();
-                    let pod = ds.spec.unwrap().template.spec.unwrap();
-                    assert_eq!(k8s::restricted_violations(&pod), Vec::<String>::new());
-                    pods += 1;
-                }
-                ("batch/v1", "Job") => {
-                    let job: Job = k8s::roundtrip(obj).unwrap();
-                    let pod = job.spec.unwrap().template.spec.unwrap();
-                    assert_eq!(k8s::restricted_violations(&pod), Vec::<String>::new());
+                ("apps/v1", "DaemonSet") | ("batch/v1", "Job") => {
+                    restricted_pod(obj, name);
                     pods += 1;
                 }
                 ("v1", "ServiceAccount") => {
                     k8s::roundtrip::<ServiceAccount>(obj).unwrap();
                 }
                 ("rbac.authorization.k8s.io/v1", "Role") => {
-                    let role: Role = k8s::roundtrip(obj).unwrap();
-                    for rule in role.rules.unwrap() {
-                        assert!(
-                            rule.verbs
-                                .iter()
-                                .all(|v| ["get", "list", "watch"].contains(&v.as_str()))
-                        );
-                        for r in rule.resources.unwrap() {
-                            assert!(
-                                ["daemonsets", "pods", "bgpsessionstates"].contains(&r.as_str()),
-                                "{r}"
-                            );
-                        }
-                    }
+                    assert_reads_only(obj, &["daemonsets", "pods", "bgpsessionstates"]);
                 }
                 ("rbac.authorization.k8s.io/v1", "RoleBinding") => {
                     k8s::roundtrip::<RoleBinding>(obj).unwrap();

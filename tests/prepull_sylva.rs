@@ -171,13 +171,10 @@ fn the_removed_fields_say_what_replaced_them() {
         message.contains("payloadDir") && message.contains("source.path"),
         "{message}"
     );
-    let mut list = source("prepull-upgrade-bfd-peers");
-    set(
-        &mut list,
-        &["functionConfig", "data", "sourceRef.name"],
-        "sylva-core".into(),
+    fails(
+        &configmap_form_with("sourceRef.name", "sylva-core"),
+        "data.sourceRef",
     );
-    fails(&list, "data.sourceRef");
 }
 
 #[test]

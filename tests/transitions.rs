@@ -4,25 +4,13 @@
 //! plan shows none in any explored order (or, where no plan is safe, the fix is shown to fail
 //! too). Each test names the upstream rule it rests on.
 
+mod common;
+
+use common::transitions::load;
 use cutover::modes::announcer::model::CiliumVersion;
 use cutover::modes::announcer::model::explore::{Change, ObjRef};
 use cutover::modes::announcer::model::state::SvcKey;
 use cutover::modes::announcer::model::{Invariant, Options, Report, Transition, explore, snapshot};
-use serde_yaml::Value;
-
-fn load(case: &str, file: &str) -> Vec<Value> {
-    let path = format!(
-        "{}/tests/transitions/{case}/{file}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|d| Value::deserialize(d).unwrap())
-        .filter(|v| !v.is_null())
-        .collect()
-}
-
-use serde::Deserialize;
 
 fn opts(version: &str) -> Options {
     Options::new(CiliumVersion::parse(version).unwrap())

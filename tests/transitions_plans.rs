@@ -13,52 +13,9 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
+use common::transitions::{load, observe};
 use cutover::modes::announcer::model::{CiliumVersion, Options, Report, Transition, explore};
-use serde::Deserialize;
 use serde_yaml::Value;
-
-fn load(case: &str, file: &str) -> Vec<Value> {
-    let path = format!(
-        "{}/tests/transitions/{case}/{file}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|d| Value::deserialize(d).unwrap())
-        .filter(|v| !v.is_null())
-        .collect()
-}
-
-/// `cutover observe` on the live objects, as `kubectl get … -o yaml` would list them.
-fn observe(live: &[Value]) -> Value {
-    let list = serde_yaml::to_string(
-        &serde_yaml::from_str::<Value>("{apiVersion: v1, kind: List}")
-            .map(|mut l| {
-                l["items"] = Value::Sequence(live.to_vec());
-                l
-            })
-            .unwrap(),
-    )
-    .unwrap();
-    let mut child = Command::new(common::bin())
-        .arg("observe")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(list.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success());
-    serde_yaml::from_slice(&out.stdout).unwrap()
-}
 
 /// What one run of the function gives: exit code, output items (local config dropped: nothing
 /// applies it) and results.
@@ -118,6 +75,12 @@ fn explore_plan(case: &str, live: &str, before: &str, plan: &Plan, o: Options) -
     r
 }
 
+/// The plan for `spec` from a case's `live` and `before` files, explored from the same files.
+fn plan_explored(case: &str, live: &str, before: &str, spec: &str, o: Options) -> Report {
+    let p = plan(case, live, before, spec);
+    explore_plan(case, live, before, &p, o)
+}
+
 fn assert_safe(case: &str, r: &Report) {
     assert!(r.violations.is_empty(), "{case}: {r}");
     assert!(r.after_settling.is_empty(), "{case}: {r}");
@@ -128,8 +91,8 @@ fn assert_safe(case: &str, r: &Report) {
 #[test]
 fn sharing_auto_assigned_on_1_16_2_is_pinned_safely() {
     let c = "sharing-auto";
-    let p = plan(c, "live.yaml", "before.yaml", "  ciliumVersion: 1.16.2\n");
-    let r = explore_plan(c, "live.yaml", "before.yaml", &p, options("1.16.2"));
+    let spec = "  ciliumVersion: 1.16.2\n";
+    let r = plan_explored(c, "live.yaml", "before.yaml", spec, options("1.16.2"));
     assert_safe(c, &r);
 }
 
@@ -159,8 +122,8 @@ fn sharing_auto_assigned_on_1_16_2_needs_the_pins_first() {
 #[test]
 fn sharing_key_over_several_ips_is_pinned_safely() {
     let c = "sharing-multi-ip";
-    let p = plan(c, "live.yaml", "before.yaml", "  ciliumVersion: 1.19.2\n");
-    let r = explore_plan(c, "live.yaml", "before.yaml", &p, options("1.19.2"));
+    let spec = "  ciliumVersion: 1.19.2\n";
+    let r = plan_explored(c, "live.yaml", "before.yaml", spec, options("1.19.2"));
     assert_safe(c, &r);
 }
 
@@ -178,16 +141,11 @@ fn dormant_lbipam_with_several_pools_needs_the_operator_stopped() {
         "{:?}",
         errors(&p)
     );
-    let p = plan(
-        c,
-        "live.yaml",
-        "before.yaml",
-        "  ciliumVersion: 1.19.2\n  ciliumOperatorStopped: true\n",
-    );
     let mut o = options("1.19.2");
     o.services_first = false;
     o.operator_stopped_during_apply = true;
-    let r = explore_plan(c, "live.yaml", "before.yaml", &p, o);
+    let spec = "  ciliumVersion: 1.19.2\n  ciliumOperatorStopped: true\n";
+    let r = plan_explored(c, "live.yaml", "before.yaml", spec, o);
     assert_safe(c, &r);
 }
 
@@ -222,6 +180,18 @@ fn a_live_foreign_policy_is_refused() {
     );
 }
 
+/// Phase cutover on 1.19.2 from a case's `live-controller-stopped.yaml` and
+/// `before-controller-stopped.yaml` (the speaker and the controller stopped), explored.
+fn cutover_with_the_controller_stopped(case: &str, o: Options) -> Report {
+    plan_explored(
+        case,
+        "live-controller-stopped.yaml",
+        "before-controller-stopped.yaml",
+        "  ciliumVersion: 1.19.2\n  phase: cutover\n",
+        o,
+    )
+}
+
 /// The three phases from the live cluster of `cutover-controller`, each phase's output explored
 /// from the state the previous one settled in: prepare keeps MetalLB answering, stop-speaker
 /// stops the speaker and the controller (the ARP window opens), cutover prunes the pools with the
@@ -229,31 +199,14 @@ fn a_live_foreign_policy_is_refused() {
 #[test]
 fn stop_speaker_then_cutover_from_the_live_cluster() {
     let c = "cutover-controller";
-    // stop-speaker, on the package cutover-controller's live state was applied from.
-    let p = plan(
-        c,
-        "live.yaml",
-        "before.yaml",
-        "  ciliumVersion: 1.19.2\n  phase: stop-speaker\n",
-    );
     let mut o = options("1.19.2");
     o.may_leave_unannounced = true;
-    let stop = explore_plan(c, "live.yaml", "before.yaml", &p, o.clone());
+    // stop-speaker, on the package cutover-controller's live state was applied from.
+    let spec = "  ciliumVersion: 1.19.2\n  phase: stop-speaker\n";
+    let stop = plan_explored(c, "live.yaml", "before.yaml", spec, o.clone());
     assert!(stop.violations.is_empty(), "{c}: {stop}");
     // cutover on the package with the speaker and the controller stopped.
-    let p = plan(
-        c,
-        "live-controller-stopped.yaml",
-        "before-controller-stopped.yaml",
-        "  ciliumVersion: 1.19.2\n  phase: cutover\n",
-    );
-    let r = explore_plan(
-        c,
-        "live-controller-stopped.yaml",
-        "before-controller-stopped.yaml",
-        &p,
-        o,
-    );
+    let r = cutover_with_the_controller_stopped(c, o);
     assert_safe(c, &r);
 }
 
@@ -261,21 +214,9 @@ fn stop_speaker_then_cutover_from_the_live_cluster() {
 #[test]
 fn excluded_nodes_stay_excluded() {
     let c = "excluded-nodes";
-    let p = plan(
-        c,
-        "live-controller-stopped.yaml",
-        "before-controller-stopped.yaml",
-        "  ciliumVersion: 1.19.2\n  phase: cutover\n",
-    );
     let mut o = options("1.19.2");
     o.may_leave_unannounced = true;
-    let r = explore_plan(
-        c,
-        "live-controller-stopped.yaml",
-        "before-controller-stopped.yaml",
-        &p,
-        o,
-    );
+    let r = cutover_with_the_controller_stopped(c, o);
     assert_safe(c, &r);
 }
 
@@ -284,7 +225,7 @@ fn excluded_nodes_stay_excluded() {
 #[test]
 fn operator_restart_on_1_18_1_moves_no_pinned_service() {
     let c = "operator-restart";
-    let p = plan(c, "live.yaml", "before.yaml", "  ciliumVersion: 1.18.1\n");
-    let r = explore_plan(c, "live.yaml", "before.yaml", &p, options("1.18.1"));
+    let spec = "  ciliumVersion: 1.18.1\n";
+    let r = plan_explored(c, "live.yaml", "before.yaml", spec, options("1.18.1"));
     assert_safe(c, &r);
 }

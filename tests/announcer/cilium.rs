@@ -4,10 +4,18 @@
 
 use super::*;
 
+/// A Flux HelmRelease `name` (in kube-system) of the cilium chart at `version`, with `values`
+/// (YAML lines indented by four).
+fn cilium_release(name: &str, version: &str, values: &str) -> String {
+    format!(
+        "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: {name}\n  namespace: kube-system\nspec:\n  chart:\n    spec:\n      chart: cilium\n      version: {version}\n  values:\n{values}"
+    )
+}
+
 #[test]
 fn cilium_1_19_1_is_an_error_on_the_release() {
-    let cilium = "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: cilium\n  namespace: kube-system\nspec:\n  chart:\n    spec:\n      chart: cilium\n      version: 1.19.1\n  values:\n    kubeProxyReplacement: true\n";
-    let items = [POOL, ADV, METALLB_STOPPED, cilium];
+    let cilium = cilium_release("cilium", "1.19.1", "    kubeProxyReplacement: true\n");
+    let items = [POOL, ADV, METALLB_STOPPED, cilium.as_str()];
     let config = "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata:\n  name: a\nspec:\n  announcer: cilium\n";
     assert_error(
         &run(&items, config),
@@ -43,10 +51,9 @@ fn unknown_cilium_version_is_an_error() {
 
 #[test]
 fn kube_proxy_replacement_off_is_an_error() {
-    let cilium = "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: cilium\n  namespace: kube-system\nspec:\n  chart:\n    spec:\n      chart: cilium\n      version: 1.18.4\n  values:\n    kubeProxyReplacement: false\n";
-    let items = [POOL, ADV, METALLB_STOPPED, cilium];
-    assert_error(
-        &run(&items, &fc(CUTOVER)),
+    let cilium = cilium_release("cilium", "1.18.4", "    kubeProxyReplacement: false\n");
+    let items = [POOL, ADV, METALLB_STOPPED, cilium.as_str()];
+    assert_cutover_error(
         &items,
         "HelmRelease",
         "cilium",
@@ -57,9 +64,7 @@ fn kube_proxy_replacement_off_is_an_error() {
 #[test]
 fn two_cilium_releases_or_a_pre_l2_cilium_are_errors() {
     let rel = |name: &str, version: &str| {
-        format!(
-            "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: {name}\n  namespace: kube-system\nspec:\n  chart:\n    spec:\n      chart: cilium\n      version: {version}\n  values:\n    kubeProxyReplacement: true\n"
-        )
+        cilium_release(name, version, "    kubeProxyReplacement: true\n")
     };
     let config = "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata:\n  name: a\nspec:\n  announcer: cilium\n  phase: cutover\n";
     let (a, b) = (rel("cilium", "1.18.4"), rel("cilium-2", "1.18.4"));
@@ -89,13 +94,7 @@ fn advertised_ipv6_pools_need_cilium_1_19() {
         "    - 10.0.0.0/24\n    - fd00::/120\n",
     );
     let items = [v6.as_str(), ADV, METALLB_STOPPED];
-    assert_error(
-        &run(&items, &fc(CUTOVER)),
-        &items,
-        "IPAddressPool",
-        "pool-a",
-        "spec.addresses[1]",
-    );
+    assert_cutover_error(&items, "IPAddressPool", "pool-a", "spec.addresses[1]");
     let out = run(&items, &fc(CUTOVER).replace("1.18.4", "1.19.5"));
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(messages(&out, "warning").iter().any(|m| m.contains("NDP")));
@@ -103,10 +102,13 @@ fn advertised_ipv6_pools_need_cilium_1_19() {
 
 #[test]
 fn cilium_lb_ipam_not_owning_classless_services_is_an_error() {
-    let cilium = "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: cilium\n  namespace: kube-system\nspec:\n  chart:\n    spec:\n      chart: cilium\n      version: 1.19.2\n  values:\n    kubeProxyReplacement: true\n    defaultLBServiceIPAM: none\n";
-    let items = [POOL, ADV, METALLB_STOPPED, cilium];
-    assert_error(
-        &run(&items, &fc(CUTOVER)),
+    let cilium = cilium_release(
+        "cilium",
+        "1.19.2",
+        "    kubeProxyReplacement: true\n    defaultLBServiceIPAM: none\n",
+    );
+    let items = [POOL, ADV, METALLB_STOPPED, cilium.as_str()];
+    assert_cutover_error(
         &items,
         "HelmRelease",
         "cilium",

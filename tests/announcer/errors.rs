@@ -3,17 +3,19 @@
 
 use super::*;
 
+/// Pool `pool-a` with a `serviceAllocation` (its fields, a YAML block indented by four).
+fn pool_a_allocating(service_allocation: &str) -> String {
+    POOL.replace(
+        "    - 10.0.0.0/24\n",
+        &format!("    - 10.0.0.0/24\n  serviceAllocation:\n{service_allocation}"),
+    )
+}
+
 #[test]
 fn bgp_objects_are_errors() {
     let bgp = "apiVersion: metallb.io/v1beta1\nkind: BGPAdvertisement\nmetadata:\n  name: bgp\n  namespace: metallb-system\n";
     let items = [POOL, ADV, METALLB_STOPPED, bgp];
-    assert_error(
-        &run(&items, &fc(CUTOVER)),
-        &items,
-        "BGPAdvertisement",
-        "bgp",
-        "kind",
-    );
+    assert_cutover_error(&items, "BGPAdvertisement", "bgp", "kind");
 }
 
 #[test]
@@ -23,13 +25,7 @@ fn metallb_load_balancer_class_is_an_error() {
         "  type: LoadBalancer\n  loadBalancerClass: metallb.io/metallb\n",
     );
     let items = [POOL, ADV, METALLB_STOPPED, s.as_str()];
-    assert_error(
-        &run(&items, &fc(CUTOVER)),
-        &items,
-        "Service",
-        "web",
-        "spec.loadBalancerClass",
-    );
+    assert_cutover_error(&items, "Service", "web", "spec.loadBalancerClass");
 }
 
 #[test]
@@ -38,53 +34,38 @@ fn overlapping_pools_are_an_error() {
         .replace("pool-a", "pool-b")
         .replace("10.0.0.0/24", "10.0.0.128-10.0.1.5");
     let items = [POOL, b.as_str(), ADV, METALLB_STOPPED];
-    assert_error(
-        &run(&items, &fc(CUTOVER)),
-        &items,
-        "IPAddressPool",
-        "pool-b",
-        "spec.addresses",
-    );
+    assert_cutover_error(&items, "IPAddressPool", "pool-b", "spec.addresses");
 }
 
 #[test]
 fn inexpressible_service_allocation_is_an_error() {
-    let several = POOL.replace(
-        "    - 10.0.0.0/24\n",
-        "    - 10.0.0.0/24\n  serviceAllocation:\n    serviceSelectors:\n      - matchLabels:\n          a: b\n      - matchLabels:\n          c: d\n",
+    let several = pool_a_allocating(
+        "    serviceSelectors:\n      - matchLabels:\n          a: b\n      - matchLabels:\n          c: d\n",
     );
     let items = [several.as_str(), ADV, METALLB_STOPPED];
-    assert_error(
-        &run(&items, &fc(CUTOVER)),
+    assert_cutover_error(
         &items,
         "IPAddressPool",
         "pool-a",
         "spec.serviceAllocation.serviceSelectors",
     );
 
-    let ns_sel = POOL.replace(
-        "    - 10.0.0.0/24\n",
-        "    - 10.0.0.0/24\n  serviceAllocation:\n    namespaceSelectors:\n      - matchLabels:\n          team: x\n",
-    );
+    let ns_sel =
+        pool_a_allocating("    namespaceSelectors:\n      - matchLabels:\n          team: x\n");
     let items = [ns_sel.as_str(), ADV, METALLB_STOPPED];
-    assert_error(
-        &run(&items, &fc(CUTOVER)),
+    assert_cutover_error(
         &items,
         "IPAddressPool",
         "pool-a",
         "spec.serviceAllocation.namespaceSelectors",
     );
 
-    let prio = POOL.replace(
-        "    - 10.0.0.0/24\n",
-        "    - 10.0.0.0/24\n  serviceAllocation:\n    priority: 10\n",
-    );
+    let prio = pool_a_allocating("    priority: 10\n");
     let other = POOL
         .replace("pool-a", "pool-b")
         .replace("10.0.0.0/24", "10.0.1.0/24");
     let items = [prio.as_str(), other.as_str(), ADV, METALLB_STOPPED];
-    assert_error(
-        &run(&items, &fc(CUTOVER)),
+    assert_cutover_error(
         &items,
         "IPAddressPool",
         "pool-a",
@@ -94,10 +75,8 @@ fn inexpressible_service_allocation_is_an_error() {
 
 #[test]
 fn namespace_selectors_resolve_against_namespace_items_with_a_warning() {
-    let ns_sel = POOL.replace(
-        "    - 10.0.0.0/24\n",
-        "    - 10.0.0.0/24\n  serviceAllocation:\n    namespaceSelectors:\n      - matchLabels:\n          team: x\n",
-    );
+    let ns_sel =
+        pool_a_allocating("    namespaceSelectors:\n      - matchLabels:\n          team: x\n");
     let ns = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n  labels:\n    team: x\n";
     let s = svc("web", "shop", "10.0.0.5");
     let out = run(
@@ -126,25 +105,13 @@ fn advertisement_splitting_auto_assign_pools_is_an_error() {
         .replace("10.0.0.0/24", "10.0.1.0/24");
     let adv = format!("{ADV}spec:\n  ipAddressPools:\n    - pool-a\n");
     let items = [POOL, b.as_str(), adv.as_str(), METALLB_STOPPED];
-    assert_error(
-        &run(&items, &fc(CUTOVER)),
-        &items,
-        "L2Advertisement",
-        "adv",
-        "spec.ipAddressPools",
-    );
+    assert_cutover_error(&items, "L2Advertisement", "adv", "spec.ipAddressPools");
 }
 
 #[test]
 fn cutover_while_the_speaker_runs_is_an_error() {
     let items = [POOL, ADV, METALLB_RUNNING];
-    assert_error(
-        &run(&items, &fc(CUTOVER)),
-        &items,
-        "HelmRelease",
-        "metallb",
-        "spec",
-    );
+    assert_cutover_error(&items, "HelmRelease", "metallb", "spec");
 }
 
 #[test]
@@ -165,8 +132,7 @@ fn stop_speaker_without_a_metallb_installation_is_an_error() {
 fn foreign_cilium_pool_with_the_same_name_is_an_error() {
     let foreign = "apiVersion: cilium.io/v2\nkind: CiliumLoadBalancerIPPool\nmetadata:\n  name: pool-a\nspec:\n  blocks:\n    - cidr: 10.9.0.0/24\n";
     let items = [POOL, ADV, METALLB_STOPPED, foreign];
-    assert_error(
-        &run(&items, &fc(CUTOVER)),
+    assert_cutover_error(
         &items,
         "CiliumLoadBalancerIPPool",
         "pool-a",
@@ -178,24 +144,12 @@ fn foreign_cilium_pool_with_the_same_name_is_an_error() {
 fn invalid_and_empty_pools_are_errors() {
     let bad = POOL.replace("10.0.0.0/24", "10.0.0.300/24");
     let items = [bad.as_str(), ADV, METALLB_STOPPED];
-    assert_error(
-        &run(&items, &fc(CUTOVER)),
-        &items,
-        "IPAddressPool",
-        "pool-a",
-        "spec.addresses[0]",
-    );
+    assert_cutover_error(&items, "IPAddressPool", "pool-a", "spec.addresses[0]");
     let empty = POOL
         .replace("10.0.0.0/24", "10.0.0.255-10.0.1.0")
         .replace("spec:\n", "spec:\n  avoidBuggyIPs: true\n");
     let items = [empty.as_str(), ADV, METALLB_STOPPED];
-    assert_error(
-        &run(&items, &fc(CUTOVER)),
-        &items,
-        "IPAddressPool",
-        "pool-a",
-        "spec.addresses",
-    );
+    assert_cutover_error(&items, "IPAddressPool", "pool-a", "spec.addresses");
 }
 
 #[test]
@@ -205,8 +159,7 @@ fn services_of_another_service_proxy_are_an_error() {
         "  namespace: tenant\n  labels:\n    service.kubernetes.io/service-proxy-name: cozy-proxy\n",
     );
     let items = [POOL, ADV, METALLB_STOPPED, s.as_str()];
-    assert_error(
-        &run(&items, &fc(CUTOVER)),
+    assert_cutover_error(
         &items,
         "Service",
         "vm",
@@ -221,19 +174,12 @@ fn malformed_metallb_objects_are_errors_naming_the_field() {
         "  addresses: 10.0.0.0/24\n",
     );
     let items = [bad.as_str(), ADV, METALLB_STOPPED];
-    assert_error(
-        &run(&items, &fc(CUTOVER)),
-        &items,
-        "IPAddressPool",
-        "pool-a",
-        "spec.addresses",
-    );
+    assert_cutover_error(&items, "IPAddressPool", "pool-a", "spec.addresses");
     let bad_op = format!(
         "{ADV}spec:\n  ipAddressPoolSelectors:\n    - matchExpressions:\n        - key: a\n          operator: Gt\n          values: ['1']\n"
     );
     let items = [POOL, bad_op.as_str(), METALLB_STOPPED];
-    assert_error(
-        &run(&items, &fc(CUTOVER)),
+    assert_cutover_error(
         &items,
         "L2Advertisement",
         "adv",
@@ -241,13 +187,7 @@ fn malformed_metallb_objects_are_errors_naming_the_field() {
     );
     let long = POOL.replace("pool-a", &"p".repeat(64));
     let items = [long.as_str(), ADV, METALLB_STOPPED];
-    assert_error(
-        &run(&items, &fc(CUTOVER)),
-        &items,
-        "IPAddressPool",
-        &"p".repeat(64),
-        "metadata.name",
-    );
+    assert_cutover_error(&items, "IPAddressPool", &"p".repeat(64), "metadata.name");
 }
 
 #[test]
@@ -257,13 +197,7 @@ fn address_pool_naming_an_unknown_pool_is_an_error() {
         "metadata:\n  name: web\n  annotations:\n    metallb.io/address-pool: nope\n",
     );
     let items = [POOL, ADV, METALLB_STOPPED, s.as_str()];
-    assert_error(
-        &run(&items, &fc(CUTOVER)),
-        &items,
-        "Service",
-        "web",
-        "metadata.annotations",
-    );
+    assert_cutover_error(&items, "Service", "web", "metadata.annotations");
 }
 
 #[test]
@@ -301,13 +235,7 @@ fn generated_name_collisions_are_errors() {
     );
     let clash = ADV.replace("name: adv", "name: adv-1");
     let items = [POOL, two.as_str(), clash.as_str(), METALLB_STOPPED];
-    assert_error(
-        &run(&items, &fc(CUTOVER)),
-        &items,
-        "L2Advertisement",
-        "adv-1",
-        "metadata.name",
-    );
+    assert_cutover_error(&items, "L2Advertisement", "adv-1", "metadata.name");
 }
 
 /// `poolLabel` must be a label key: the API server refuses any other key on a Service, and every

@@ -111,30 +111,15 @@ fn without_status_or_observed_state_no_ip_is_said_to_be_kept() {
     assert!(service(&items, "web")["metadata"]["annotations"].is_null());
 }
 
-#[test]
-fn an_entry_that_is_no_ip_fails_the_run_and_nothing_is_written() {
-    let bad = svc("web", "shop", "10.0.0.5").replace(
+/// A run on the pool, the advertisement and Service shop/web, whose status holds `ip` and whose
+/// `metallb.io/loadBalancerIPs` annotation is `requested`, that must fail with an error on that
+/// annotation: the run and the error.
+fn refused_request(ip: &str, requested: &str) -> (Run, Value) {
+    let web = svc("web", "shop", ip).replace(
         "  namespace: shop\n",
-        "  namespace: shop\n  annotations:\n    metallb.io/loadBalancerIPs: 10.0.0.5,not-an-ip\n",
-    );
-    let items = [POOL, ADV, bad.as_str()];
-    let out = run(&items, &fc(""));
-    let error = assert_error(
-        &out,
-        &items,
-        "Service",
-        "web",
-        "metadata.annotations.metallb.io/loadBalancerIPs",
-    );
-    assert!(error["message"].as_str().unwrap().contains("\"not-an-ip\""));
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("lbipam.cilium.io/ips"));
-}
-
-#[test]
-fn a_request_the_cluster_does_not_hold_is_refused() {
-    let web = svc("web", "shop", "10.0.0.6").replace(
-        "  namespace: shop\n",
-        "  namespace: shop\n  annotations:\n    metallb.io/loadBalancerIPs: 10.0.0.5\n",
+        &format!(
+            "  namespace: shop\n  annotations:\n    metallb.io/loadBalancerIPs: {requested}\n"
+        ),
     );
     let items = [POOL, ADV, web.as_str()];
     let out = run(&items, &fc(""));
@@ -145,6 +130,19 @@ fn a_request_the_cluster_does_not_hold_is_refused() {
         "web",
         "metadata.annotations.metallb.io/loadBalancerIPs",
     );
+    (out, error)
+}
+
+#[test]
+fn an_entry_that_is_no_ip_fails_the_run_and_nothing_is_written() {
+    let (out, error) = refused_request("10.0.0.5", "10.0.0.5,not-an-ip");
+    assert!(error["message"].as_str().unwrap().contains("\"not-an-ip\""));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("lbipam.cilium.io/ips"));
+}
+
+#[test]
+fn a_request_the_cluster_does_not_hold_is_refused() {
+    let (_, error) = refused_request("10.0.0.6", "10.0.0.5");
     assert!(error["message"].as_str().unwrap().contains("10.0.0.6"));
 }
 
@@ -293,14 +291,7 @@ fn cutover_refuses_while_the_observed_state_shows_speaker_pods() {
         "- {apiVersion: v1, kind: Pod, metadata: {name: speaker-1, labels: {app.kubernetes.io/name: metallb, app.kubernetes.io/component: speaker}}, spec: {nodeName: w1}, status: {phase: Running}}\n",
     );
     let items = [POOL, ADV, METALLB_STOPPED, s.as_str(), state.as_str()];
-    let out = run(&items, &fc(CUTOVER));
-    let e = assert_error(
-        &out,
-        &items,
-        "ObservedState",
-        "live",
-        "metallb.speakerNodes",
-    );
+    let e = assert_cutover_error(&items, "ObservedState", "live", "metallb.speakerNodes");
     assert!(e["message"].as_str().unwrap().contains("w1"));
 }
 
@@ -468,14 +459,7 @@ fn every_install_form_stops_the_controller_before_the_pools_go() {
         "- {apiVersion: v1, kind: Pod, metadata: {name: controller-1, labels: {app: metallb, component: controller}}, status: {phase: Running}}\n",
     );
     let items = [POOL, ADV, METALLB_STOPPED, s.as_str(), state.as_str()];
-    let out = run(&items, &fc(CUTOVER));
-    let e = assert_error(
-        &out,
-        &items,
-        "ObservedState",
-        "live",
-        "metallb.controllerPods",
-    );
+    let e = assert_cutover_error(&items, "ObservedState", "live", "metallb.controllerPods");
     assert!(e["message"].as_str().unwrap().contains("clearServiceState"));
 }
 

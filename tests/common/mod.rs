@@ -7,6 +7,7 @@ pub mod examples;
 pub mod json_schema;
 pub mod k8s;
 pub mod prepull;
+pub mod transitions;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -41,6 +42,13 @@ impl Run {
             .as_sequence()
             .cloned()
             .unwrap_or_default()
+    }
+    /// The results of severity `error`.
+    pub fn errors(&self) -> Vec<Value> {
+        self.results()
+            .into_iter()
+            .filter(|r| r["severity"] == "error")
+            .collect()
     }
 }
 
@@ -344,6 +352,19 @@ pub fn ok(list: &Value) -> Value {
         run.stdout_str()
     );
     run.resource_list()
+}
+
+/// The error results of a run on a ResourceList that must be refused: exit 1, the items as
+/// they came in.
+pub fn refused(list: &Value) -> Vec<Value> {
+    let run = run_list(list);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(
+        run.resource_list()["items"],
+        list["items"],
+        "items unchanged on error"
+    );
+    run.errors()
 }
 
 /// Sets the value at a path of mapping keys, creating the mappings on the way.

@@ -73,6 +73,14 @@ pub fn fails(list: &Value, field: &str) -> Value {
     e
 }
 
+/// The example `prepull-upgrade-bfd-peers`, whose function config is in kpt's ConfigMap form,
+/// with `data.<key>` set to `value`.
+pub fn configmap_form_with(key: &str, value: &str) -> Value {
+    let mut list = super::example_source("prepull-upgrade-bfd-peers");
+    super::set_path(&mut list, &["functionConfig", "data", key], value.into());
+    list
+}
+
 /// Edits the `spec` of the typed function config.
 pub fn edit_fc(mut list: Value, f: impl FnOnce(&mut Mapping)) -> Value {
     f(list["functionConfig"]["spec"]

@@ -141,20 +141,6 @@ fn cleanup_removes_metallb_keeps_the_rest_and_adds_its_gate() {
     assert_eq!(items_of(&ok(&again)), items);
 }
 
-fn errors(list: &Value) -> Vec<Value> {
-    let run = run_list(list);
-    assert_eq!(run.code, 1, "{}", run.stderr);
-    assert_eq!(
-        run.resource_list()["items"],
-        list["items"],
-        "items unchanged on error"
-    );
-    run.results()
-        .into_iter()
-        .filter(|r| r["severity"] == "error")
-        .collect()
-}
-
 /// Outside the chain state both steps refuse, naming the item and field; `cleanup` before
 /// `cleanup-handover` names the annotation of each protected object.
 #[test]
@@ -163,7 +149,7 @@ fn the_cleanup_refuses_outside_the_chain_state() {
     // their payload directories.
     let handed = example_source("announcer-orchestrated-cutover");
     for step in ["cleanup-handover", "cleanup"] {
-        let e = errors(&with_orchestrate(
+        let e = common::refused(&with_orchestrate(
             handed.clone(),
             &format!(
                 "{{step: {step}, {GATE_IMAGES}, source: {{sourceRef: {{kind: GitRepository, name: p}}, path: ./x}}}}"
@@ -188,7 +174,7 @@ fn the_cleanup_refuses_outside_the_chain_state() {
     }
     // The chain state without cleanup-handover.
     let chain = example_source("announcer-orchestrated-refuse-cleanup-protected");
-    let e = errors(&chain);
+    let e = common::refused(&chain);
     assert_eq!(e.len(), 3, "{e:?}");
     for r in &e {
         assert_eq!(

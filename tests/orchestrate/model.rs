@@ -4,37 +4,7 @@
 
 use super::*;
 
-pub(crate) fn load(case: &str, file: &str) -> Vec<Value> {
-    let path = format!(
-        "{}/tests/transitions/{case}/{file}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|d| Value::deserialize(d).unwrap())
-        .filter(|v| !v.is_null())
-        .collect()
-}
-
-pub(crate) fn observe(live: &[Value]) -> Value {
-    let mut list: Value = serde_yaml::from_str("{apiVersion: v1, kind: List}").unwrap();
-    list["items"] = Value::Sequence(live.to_vec());
-    let mut child = Command::new(common::bin())
-        .arg("observe")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(serde_yaml::to_string(&list).unwrap().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success());
-    serde_yaml::from_slice(&out.stdout).unwrap()
-}
+pub(crate) use common::transitions::{load, observe};
 
 pub(crate) fn run_items(items: &[Value], spec: &str) -> Vec<Value> {
     let texts: Vec<String> = items

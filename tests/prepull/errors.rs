@@ -108,20 +108,14 @@ fn config_errors_name_the_field() {
 
 #[test]
 fn configmap_form_errors_name_the_data_key() {
-    let mut list = source("prepull-upgrade-bfd-peers");
-    set(
-        &mut list,
-        &["functionConfig", "data", "images"],
-        "[quay.io/frrouting/frr:latest]".into(),
+    fails(
+        &configmap_form_with("images", "[quay.io/frrouting/frr:latest]"),
+        "data.images[0]",
     );
-    fails(&list, "data.images[0]");
-    let mut list = source("prepull-upgrade-bfd-peers");
-    set(
-        &mut list,
-        &["functionConfig", "data", "onTimeout"],
-        "sometimes".into(),
+    fails(
+        &configmap_form_with("onTimeout", "sometimes"),
+        "data.onTimeout",
     );
-    fails(&list, "data.onTimeout");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The sandbox: hand-written WASI modules try what a function must not do, and the host either
 //! denies it (the call fails as documented) or stops the module with the documented message.
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::common::{run, run_host, summary, temp_dir, wat_module};
@@ -31,22 +32,29 @@ fn module(body: &str) -> String {
     )
 }
 
+/// `body` with the imports and helpers of [`module`], compiled to `<name>.wasm` in a fresh
+/// directory of its own.
+fn sandbox_module(name: &str, body: &str) -> PathBuf {
+    wat_module(&temp_dir(name), name, &module(body))
+}
+
+/// What a run the host stopped gives: exit 1, no output, and `stderr`, the host's message.
+fn stopped(stderr: &str) -> (Option<i32>, String, String) {
+    (Some(1), String::new(), stderr.into())
+}
+
 /// WASI errno `badf`: what the module gets for any directory descriptor, as none is preopened.
 const ERRNO_BADF: i32 = 8;
 
 #[test]
 fn opening_a_file_fails_with_badf_as_no_directory_is_preopened() {
-    let dir = temp_dir("open");
     // path_open relative to fd 3, the first preopen in WASI's numbering; exits with the errno.
-    let m = wat_module(
-        &dir,
+    let m = sandbox_module(
         "open",
-        &module(
-            r#"(func (export "_start")
+        r#"(func (export "_start")
                  (call $proc_exit (call $path_open (i32.const 3) (i32.const 0)
                    (i32.const 2048) (i32.const 11) (i32.const 0)
                    (i64.const 2) (i64.const 0) (i32.const 0) (i32.const 3000))))"#,
-        ),
     );
     let out = run_host(&m, &[], b"");
     assert_eq!(
@@ -57,14 +65,10 @@ fn opening_a_file_fails_with_badf_as_no_directory_is_preopened() {
 
 #[test]
 fn no_preopened_directory_is_reported() {
-    let dir = temp_dir("prestat");
-    let m = wat_module(
-        &dir,
+    let m = sandbox_module(
         "prestat",
-        &module(
-            r#"(func (export "_start")
+        r#"(func (export "_start")
                  (call $proc_exit (call $fd_prestat_get (i32.const 3) (i32.const 3000))))"#,
-        ),
     );
     let out = run_host(&m, &[], b"");
     assert_eq!(out.status.code(), Some(ERRNO_BADF));
@@ -72,16 +76,12 @@ fn no_preopened_directory_is_reported() {
 
 #[test]
 fn the_environment_is_empty_even_when_the_host_has_variables() {
-    let dir = temp_dir("env");
     // Exits with count + total size of the environment: 0 only when it is empty.
-    let m = wat_module(
-        &dir,
+    let m = sandbox_module(
         "env",
-        &module(
-            r#"(func (export "_start")
+        r#"(func (export "_start")
                  (drop (call $environ_sizes_get (i32.const 0) (i32.const 4)))
                  (call $proc_exit (i32.add (i32.load (i32.const 0)) (i32.load (i32.const 4)))))"#,
-        ),
     );
     let cache = crate::common::shared_cache();
     let out = run(
@@ -99,18 +99,14 @@ fn the_environment_is_empty_even_when_the_host_has_variables() {
 
 #[test]
 fn the_module_sees_only_argv0_not_the_host_arguments() {
-    let dir = temp_dir("args");
     // Writes the argument buffer to stdout and exits with 40 + argc.
-    let m = wat_module(
-        &dir,
+    let m = sandbox_module(
         "args",
-        &module(
-            r#"(func (export "_start")
+        r#"(func (export "_start")
                  (drop (call $args_sizes_get (i32.const 100) (i32.const 104)))
                  (drop (call $args_get (i32.const 200) (i32.const 4096)))
                  (call $write (i32.const 4096) (i32.load (i32.const 104)))
                  (call $proc_exit (i32.add (i32.const 40) (i32.load (i32.const 100)))))"#,
-        ),
     );
     let out = run_host(&m, &["--timeout", "30", "--max-memory", "64"], b"");
     assert_eq!(summary(&out), (Some(41), "cutover\0".into(), String::new()));
@@ -118,38 +114,26 @@ fn the_module_sees_only_argv0_not_the_host_arguments() {
 
 #[test]
 fn growing_memory_past_the_limit_stops_the_module() {
-    let dir = temp_dir("grow");
     // Grows by 1 MiB at a time; had the host let memory.grow fail instead, it would exit 3.
-    let m = wat_module(
-        &dir,
+    let m = sandbox_module(
         "grow",
-        &module(
-            r#"(func (export "_start")
+        r#"(func (export "_start")
                  (call $say)
                  (loop $more
                    (if (i32.eq (memory.grow (i32.const 16)) (i32.const -1))
                      (then (call $proc_exit (i32.const 3))))
                    (br $more)))"#,
-        ),
     );
     let out = run_host(&m, &["--max-memory", "16"], b"");
     assert_eq!(
         summary(&out),
-        (
-            Some(1),
-            String::new(),
-            "cutover-wasm: module exceeded the memory limit of 16 MiB; stopped\n".into()
-        )
+        stopped("cutover-wasm: module exceeded the memory limit of 16 MiB; stopped\n")
     );
     // The default limit is 512 MiB.
     let out = run_host(&m, &[], b"");
     assert_eq!(
         summary(&out),
-        (
-            Some(1),
-            String::new(),
-            "cutover-wasm: module exceeded the memory limit of 512 MiB; stopped\n".into()
-        )
+        stopped("cutover-wasm: module exceeded the memory limit of 512 MiB; stopped\n")
     );
 }
 
@@ -165,32 +149,22 @@ fn an_initial_memory_above_the_limit_is_refused() {
     let out = run_host(&m, &["--max-memory", "16"], b"");
     assert_eq!(
         summary(&out),
-        (
-            Some(1),
-            String::new(),
-            "cutover-wasm: module exceeded the memory limit of 16 MiB; stopped\n".into()
-        )
+        stopped("cutover-wasm: module exceeded the memory limit of 16 MiB; stopped\n")
     );
 }
 
 #[test]
 fn an_endless_loop_is_stopped_at_the_timeout_without_partial_output() {
-    let dir = temp_dir("loop");
-    let m = wat_module(
-        &dir,
+    let m = sandbox_module(
         "loop",
-        &module(r#"(func (export "_start") (call $say) (loop $forever (br $forever)))"#),
+        r#"(func (export "_start") (call $say) (loop $forever (br $forever)))"#,
     );
     let started = Instant::now();
     let out = run_host(&m, &["--timeout", "0.5"], b"");
     let took = started.elapsed();
     assert_eq!(
         summary(&out),
-        (
-            Some(1),
-            String::new(),
-            "cutover-wasm: module ran longer than 0.5 s; stopped\n".into()
-        )
+        stopped("cutover-wasm: module ran longer than 0.5 s; stopped\n")
     );
     assert!(
         took >= Duration::from_millis(500),
@@ -201,11 +175,9 @@ fn an_endless_loop_is_stopped_at_the_timeout_without_partial_output() {
 
 #[test]
 fn a_trap_ends_with_exit_1_its_message_and_no_output() {
-    let dir = temp_dir("trap");
-    let m = wat_module(
-        &dir,
+    let m = sandbox_module(
         "trap",
-        &module(r#"(func (export "_start") (call $say) unreachable)"#),
+        r#"(func (export "_start") (call $say) unreachable)"#,
     );
     let (code, stdout, stderr) = summary(&run_host(&m, &[], b""));
     assert_eq!((code, stdout.as_str()), (Some(1), ""));
@@ -217,11 +189,9 @@ fn a_trap_ends_with_exit_1_its_message_and_no_output() {
 
 #[test]
 fn proc_exit_status_and_output_are_passed_on() {
-    let dir = temp_dir("exit");
-    let m = wat_module(
-        &dir,
+    let m = sandbox_module(
         "exit",
-        &module(r#"(func (export "_start") (call $say) (call $proc_exit (i32.const 7)))"#),
+        r#"(func (export "_start") (call $say) (call $proc_exit (i32.const 7)))"#,
     );
     assert_eq!(
         summary(&run_host(&m, &[], b"ignored")),
