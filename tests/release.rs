@@ -261,3 +261,82 @@ fn event_proven_layouts_and_fallbacks_equal_the_tree_path() {
     let (merged, _, _) = lean(&merges);
     assert!(merged.iter().any(|i| i.contains("zz.example.com/merged")));
 }
+
+/// `base` with `extra` items put first in its item list.
+fn with_items(base: &str, extra: &str) -> String {
+    base.replacen("\nitems:\n", &format!("\nitems:\n{extra}"), 1)
+}
+
+/// A Deployment (a kind the announcer does not read) with `rest` after its metadata.
+fn deployment(name: &str, rest: &str) -> String {
+    format!(
+        "- apiVersion: apps/v1\n  kind: Deployment\n  metadata:\n    name: {name}\n    namespace: apps\n{rest}"
+    )
+}
+
+/// Items skipped past their head (`apiVersion`, `kind`, `metadata`) give the tree path's output;
+/// what skipping cannot check makes the reader build every item instead, and an input error
+/// is the same error either way. Each case gives how many more items than the base it skips
+/// (`None`: the read falls back to building every item).
+#[test]
+fn skipped_items_equal_the_tree_path_and_refusals_build_everything() {
+    let base = platform(20, Config::AnnouncerCutover, 7);
+    let skipped = |input: &str| {
+        io::parse_text_observed(input, modes::prepare)
+            .map(|(list, _)| list.skipped)
+            .map_err(|e| format!("{e:?}"))
+    };
+    let base_skipped = skipped(&base).unwrap();
+    let deep = format!("  spec:\n{}", nested(140));
+    let cases: Vec<(&str, String, Option<usize>)> = vec![
+        ("plain", deployment("a", "  spec:\n    replicas: 2\n    selector: {matchLabels: {app: a}}\n"), Some(1)),
+        ("flow and block scalars", deployment("b", "  spec: {a: [1, 2.5, x], b: {c: \"q\"}}\n  data: |\n    text\n    more\n"), Some(1)),
+        ("two", deployment("c", "  spec: {}\n") + &deployment("d", "  status: {x: y}\n"), Some(2)),
+        ("kind after spec", "- apiVersion: apps/v1\n  metadata: {name: e}\n  spec: {replicas: 1}\n  kind: Deployment\n".into(), Some(0)),
+        ("local config", "- apiVersion: apps/v1\n  kind: Deployment\n  metadata:\n    name: f\n    annotations: {config.kubernetes.io/local-config: \"true\"}\n  spec: {a: 1}\n".into(), Some(0)),
+        ("MetalLB's own", "- apiVersion: apps/v1\n  kind: Deployment\n  metadata:\n    name: controller\n    labels: {app: metallb}\n  spec: {a: 1}\n".into(), Some(0)),
+        ("anchor in the skipped part", deployment("g", "  spec: {a: &x 1}\n"), None),
+        ("alias in the skipped part", deployment("h", "  spec: {a: &x 1}\n") + &deployment("i", "  spec: {b: *x}\n"), None),
+        ("merge key", deployment("j", "  spec:\n    <<: {a: 1}\n"), None),
+        ("tag", deployment("k", "  spec: {replicas: !!int 2}\n"), None),
+        ("key that is not a string", deployment("l", "  spec: {1: a}\n"), None),
+        ("duplicate keys read as numbers", deployment("m", "  spec: {1: a, 0x1: b}\n"), None),
+        ("duplicate key", deployment("n", "  spec:\n    a: 1\n    b: 2\n    a: 3\n"), None),
+        ("duplicate quoted key", deployment("o", "  spec: {\"a\": 1, a: 2}\n"), None),
+        ("duplicate top-level key", deployment("p", "  spec: {}\n  spec: {}\n"), None),
+        ("duplicate head key after the skip", deployment("q", "  spec: {}\n  kind: Secret\n"), None),
+        ("integer beyond 64 bits", deployment("r", "  spec: {replicas: 123456789012345678901234567890}\n"), None),
+        ("too deep", deployment("s", &deep), None),
+        ("alias in the head", "- apiVersion: v1\n  kind: Secret\n  metadata: &m {name: t}\n  data: {}\n- apiVersion: v1\n  kind: Secret\n  metadata: *m\n  data: {}\n".into(), None),
+    ];
+    for (name, extra, more) in cases {
+        let input = with_items(&base, &extra);
+        let plain = io::parse_text(&input)
+            .map(|_| ())
+            .map_err(|e| format!("{e:?}"));
+        let lean_read = skipped(&input);
+        match (&plain, &lean_read) {
+            (Err(want), Err(got)) => {
+                assert_eq!(got, want, "{name}: the same input error");
+                continue;
+            }
+            (Ok(()), Ok(n)) => match more {
+                Some(more) => assert_eq!(*n, base_skipped + more, "{name}: items skipped"),
+                None => assert_eq!(*n, 0, "{name}: read again building every item"),
+            },
+            _ => panic!("{name}: plain {plain:?}, lean {lean_read:?}"),
+        }
+        let (want, want_results) = reference(&input);
+        let (got, _, got_results) = lean(&input);
+        assert_eq!(got, want, "{name}: output");
+        assert_eq!(got_results, want_results, "{name}: results");
+    }
+}
+
+/// `depth` nested block mappings under `spec`.
+fn nested(depth: usize) -> String {
+    (0..depth)
+        .map(|d| format!("{}k{d}:\n", "  ".repeat(d + 2)))
+        .collect::<String>()
+        + &format!("{}v: 1\n", "  ".repeat(depth + 2))
+}

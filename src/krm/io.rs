@@ -55,6 +55,9 @@ pub struct ResourceList {
     /// The items whose spellings are in [`Self::spellings`] (ascending): those whose text may
     /// not be copied (see [`ItemSpellings`]).
     pub noted: Vec<u32>,
+    /// How many of the released items were read lean: the [`Observer`] said from their head
+    /// that it reads no more, so only their `apiVersion`, `kind` and `metadata` were built.
+    pub skipped: usize,
 }
 
 impl ResourceList {
@@ -181,6 +184,14 @@ impl NotKrm {
 pub trait Observer {
     /// Reads item `index`; returns false to let the engine drop its tree.
     fn observe(&mut self, index: usize, item: &Value) -> bool;
+
+    /// Whether the mode reads more of an item than its `head` (its `apiVersion`, `kind` and
+    /// `metadata`, given before the rest is read). False lets the engine skip building the
+    /// rest: the item is then observed with its head alone, and [`Observer::observe`] must let
+    /// it go (its text is copied as read). The default reads everything.
+    fn reads_beyond_metadata(&mut self, _head: &Value) -> bool {
+        true
+    }
 }
 
 /// The observer that keeps every item (the function config gives no mode, the identity program).
@@ -455,13 +466,24 @@ fn yaml<O: Observer>(
     observer: &mut impl FnMut(Option<&Value>) -> O,
     note_all: bool,
 ) -> Result<(ResourceList, O), InputError> {
-    // At most twice: a second pass knows the function config, so it never asks again.
+    // At most three times: a second pass knows the function config, so it never asks again;
+    // a pass that could not skip an item is followed by one that skips nothing.
     let mut config = Config::Find;
+    let mut lean = true;
     loop {
-        match read::read(body, base, limit, config, observer, note_all) {
+        let known = match &config {
+            Config::Find => None,
+            Config::Known(fc) => Some(fc.clone()),
+        };
+        match read::read(body, base, limit, config, observer, note_all, lean) {
             Ok(read) => return Ok(read),
             Err(ReadError::Input(e)) => return Err(e),
             Err(ReadError::Again(fc)) => config = Config::Known(fc),
+            // Read again building every item (once: without skipping nothing is refused).
+            Err(ReadError::Unskippable) => {
+                lean = false;
+                config = known.map_or(Config::Find, Config::Known);
+            }
         }
     }
 }
@@ -670,6 +692,7 @@ pub(super) fn from_value(doc: Value) -> Result<ResourceList, InputError> {
         not_krm: Vec::new(),
         spellings: Vec::new(),
         noted: Vec::new(),
+        skipped: 0,
     })
 }
 

@@ -39,6 +39,9 @@ pub(super) enum ReadError {
     Input(InputError),
     /// The function config the observer was made from was guessed wrong: read again with this.
     Again(Option<Value>),
+    /// An item could not be skipped after all (see `yaml/load/skip.rs`): read again building
+    /// every item.
+    Unskippable,
 }
 
 impl From<InputError> for ReadError {
@@ -55,6 +58,7 @@ pub(super) fn read<O: Observer>(
     config: Config,
     make: &mut impl FnMut(Option<&Value>) -> O,
     note_all: bool,
+    lean: bool,
 ) -> Result<(ResourceList, O), ReadError> {
     let mut loader = Loader::new(text, limit);
     loader.spellings.items_shift = Some(base as isize);
@@ -74,6 +78,9 @@ pub(super) fn read<O: Observer>(
         invoked: false,
         copyable: !tag_directives,
         note_all,
+        lean,
+        refused: false,
+        skipped: 0,
         noted: Vec::new(),
         base,
         items: Vec::new(),
@@ -83,7 +90,12 @@ pub(super) fn read<O: Observer>(
         paths: SharedPaths::default(),
     };
     let root = loader.next_node().map_err(load)?;
-    let root = loader.root(root, &mut sink).map_err(load)?;
+    let root = loader
+        .root(root, &mut sink)
+        .map_err(|e| match e.skip_refused {
+            true => ReadError::Unskippable,
+            false => load(e),
+        })?;
     match loader.next_node().map_err(load)?.kind {
         Kind::DocumentEnd => {}
         other => unreachable!("libyaml ends a document's root node with its end, not {other:?}"),
@@ -118,6 +130,7 @@ pub(super) fn read<O: Observer>(
         list.not_krm = sink.not_krm;
         list.spellings = loader.spellings.finish();
         list.noted = sink.noted;
+        list.skipped = sink.skipped;
     } else {
         // The items were not a plain list (anchored, tagged): every tree kept, no spans.
         list.spellings = loader.spellings.finish();
@@ -170,6 +183,12 @@ struct Sink<'m, O, F> {
     copyable: bool,
     /// Note the spellings of every item, not only of those whose text cannot be copied.
     note_all: bool,
+    /// Skip building what the observer does not read of an item whose text is copied.
+    lean: bool,
+    /// An item was skipped whose text could not be proven after all.
+    refused: bool,
+    /// Items skipped and released.
+    skipped: usize,
     /// The items whose spellings were noted.
     noted: Vec<u32>,
     base: usize,
@@ -196,6 +215,8 @@ struct Pending {
     /// It has anchors, aliases or merge keys (its spellings are kept if it is released: a later
     /// item's alias may name its anchors).
     refs: bool,
+    /// Only its head was built (`Loader::item_lean`): it must be released.
+    skipped: bool,
 }
 
 impl<O: Observer, F: FnMut(Option<&Value>) -> O> ItemsSink for Sink<'_, O, F> {
@@ -224,6 +245,9 @@ impl<O: Observer, F: FnMut(Option<&Value>) -> O> ItemsSink for Sink<'_, O, F> {
             if let Kind::SequenceEnd = node.kind {
                 let end = list_end(text, node.start.index);
                 self.place(pending.take(), end, &mut loader.spellings);
+                if self.refused {
+                    return Err(LoadError::refuse_skip(node.start));
+                }
                 return Ok(Value::Sequence(std::mem::take(&mut self.items)));
             }
             let dash = if copyable {
@@ -232,6 +256,9 @@ impl<O: Observer, F: FnMut(Option<&Value>) -> O> ItemsSink for Sink<'_, O, F> {
                 None
             };
             self.place(pending.take(), dash, &mut loader.spellings);
+            if self.refused {
+                return Err(LoadError::refuse_skip(node.start));
+            }
             let block_mapping = matches!(&node.kind, Kind::MappingStart(p) if !p.flow);
             loader.begin_item(node.start.index, dash.is_some() && block_mapping);
             let refs = loader.refs();
@@ -246,9 +273,18 @@ impl<O: Observer, F: FnMut(Option<&Value>) -> O> ItemsSink for Sink<'_, O, F> {
                     self.noted.push(i);
                 }
             }
-            let value = loader.item(node, 2);
+            let item_start = node.start;
+            let value = match (
+                &mut self.observer,
+                self.lean && !self.note_all && dash.is_some(),
+            ) {
+                (Some(observer), true) => {
+                    loader.item_lean(node, 2, &mut |head| observer.reads_beyond_metadata(head))
+                }
+                _ => loader.item(node, 2).map(|v| (v, false)),
+            };
             loader.spellings.stop();
-            let value = value.map_err(|e| e.within(Segment::Index(index)))?;
+            let (value, skipped) = value.map_err(|e| e.within(Segment::Index(index)))?;
             let own_text = dash.filter(|_| !loader.outside());
             let mut keep = true;
             if value.is_mapping() {
@@ -258,6 +294,10 @@ impl<O: Observer, F: FnMut(Option<&Value>) -> O> ItemsSink for Sink<'_, O, F> {
                 if let Some(observer) = &mut self.observer {
                     keep = observer.observe(index, &value);
                 }
+            }
+            // A skipped item is only its head: it must be released, its text copied.
+            if skipped && (keep || own_text.is_none()) {
+                return Err(LoadError::refuse_skip(item_start));
             }
             let arena_mark = self.released.entries.len();
             let layout = match own_text {
@@ -275,6 +315,7 @@ impl<O: Observer, F: FnMut(Option<&Value>) -> O> ItemsSink for Sink<'_, O, F> {
                 arena_mark,
                 spelling_mark,
                 refs: loader.refs() != refs,
+                skipped,
             });
             index += 1;
         }
@@ -305,12 +346,14 @@ impl<O, F> Sink<'_, O, F> {
                     layout: p.layout,
                 },
             );
+            self.skipped += usize::from(p.skipped);
             // An empty mapping allocates nothing; the tree goes now.
             self.items.push(Value::Mapping(Mapping::new()));
             if !p.refs {
                 spellings.truncate(p.spelling_mark);
             }
         } else {
+            self.refused |= p.skipped;
             self.released.entries.truncate(p.arena_mark);
             self.items.push(p.value);
         }

@@ -38,11 +38,22 @@ impl io::Observer for Observer {
             Observer::Announcer(reader) => reader.observe(index, item),
         }
     }
+
+    fn reads_beyond_metadata(&mut self, head: &Value) -> bool {
+        match self {
+            Observer::KeepAll => true,
+            Observer::Announcer(_) => !announcer::passes_through(head),
+        }
+    }
 }
 
 impl io::Observer for Prepared {
     fn observe(&mut self, index: usize, item: &Value) -> bool {
         self.observer.observe(index, item)
+    }
+
+    fn reads_beyond_metadata(&mut self, head: &Value) -> bool {
+        self.observer.reads_beyond_metadata(head)
     }
 }
 

@@ -74,7 +74,9 @@ pub fn generated(setup: Setup, rng: &mut Rng) -> Base {
                 },
                 seed,
                 observed: false,
-                pass_through: 0,
+                // Items no mode reads (Deployments first): the reader skips them past their
+                // head, and the mutations and styles reach what skipping must check.
+                pass_through: rng.below(8),
             }
         }
     };

@@ -103,6 +103,8 @@ pub struct Loader<'a> {
     pub recorder: Recorder,
     /// How the scalars of the items being read were written ([`spelling`]).
     pub spellings: spelling::Log,
+    /// The item just read by [`Loader::item_lean`] was skipped past its metadata.
+    skipped: bool,
 }
 
 impl<'a> Loader<'a> {
@@ -122,6 +124,7 @@ impl<'a> Loader<'a> {
             outside: false,
             recorder: Recorder::default(),
             spellings: spelling::Log::default(),
+            skipped: false,
         }
     }
 
@@ -146,7 +149,7 @@ impl<'a> Loader<'a> {
         match node.kind {
             Kind::MappingStart(props) => {
                 self.collection(props, node.start, 0, |this, depth, flow| {
-                    this.mapping(depth, flow, Role::None, Some(sink))
+                    this.mapping(depth, flow, Role::None, Some(sink), None)
                         .map(Value::Mapping)
                 })
             }
@@ -182,6 +185,30 @@ impl<'a> Loader<'a> {
             _ => Role::None,
         };
         self.build(node, enclosing, role)
+    }
+
+    /// The value of an item (see [`Loader::begin_item`]) whose values after `apiVersion`, `kind`
+    /// and `metadata` are skipped ([`skip`]) when `reads` says no mode reads them: it is given
+    /// those three as soon as they are read, before any other key. Also returns whether it
+    /// skipped: the value then holds only those three.
+    pub fn item_lean(
+        &mut self,
+        node: Node,
+        enclosing: usize,
+        reads: &mut dyn FnMut(&Value) -> bool,
+    ) -> Result<(Value, bool), LoadError> {
+        self.skipped = false;
+        let start = node.start;
+        match node.kind {
+            Kind::MappingStart(props) if props.plain_block() => {
+                let value = self.collection(props, start, enclosing, |this, depth, flow| {
+                    this.mapping(depth, flow, Role::Item, None, Some(reads))
+                        .map(Value::Mapping)
+                })?;
+                Ok((value, std::mem::take(&mut self.skipped)))
+            }
+            _ => self.item(node, enclosing).map(|v| (v, false)),
+        }
     }
 
     /// Whether the current item has an alias to an anchor defined before it.
@@ -252,7 +279,8 @@ impl<'a> Loader<'a> {
             }
             Kind::MappingStart(props) => {
                 self.collection(props, start, enclosing, |this, depth, flow| {
-                    this.mapping(depth, flow, role, None).map(Value::Mapping)
+                    this.mapping(depth, flow, role, None, None)
+                        .map(Value::Mapping)
                 })
             }
             other => Err(LoadError::content(
@@ -385,8 +413,12 @@ impl<'a> Loader<'a> {
         flow: bool,
         role: Role,
         mut sink: Option<&mut dyn ItemsSink>,
+        mut lean: Option<&mut dyn FnMut(&Value) -> bool>,
     ) -> Result<Mapping, LoadError> {
         let mut map = Mapping::new();
+        // An item read lean: asked once whether its other values are read, then skipped.
+        let mut asked = false;
+        let mut skipped_keys: Vec<String> = Vec::new();
         let mut merges: Vec<Value> = Vec::new();
         let mut merge_seen = false;
         let path = self.spellings.path;
@@ -451,6 +483,28 @@ impl<'a> Loader<'a> {
             };
             if self.spellings.on {
                 self.spellings.path = spelling::value(path, spelling::hash(&key));
+            }
+            if let Some(reads) = lean.as_deref_mut() {
+                let head = matches!(key.as_str(), Some("apiVersion" | "kind" | "metadata"));
+                if !asked && !head {
+                    asked = true;
+                    self.skipped = !merge_seen && has_head(&map) && !ask(reads, &mut map);
+                }
+                if self.skipped {
+                    let name = key.as_str().filter(|_| simple_key || !merge);
+                    match name {
+                        Some(k)
+                            if !head
+                                && !map.contains_key(&key)
+                                && !skipped_keys.iter().any(|s| s == k) =>
+                        {
+                            skipped_keys.push(k.to_owned());
+                        }
+                        _ => return Err(LoadError::refuse_skip(key_start)),
+                    }
+                    self.skip_value(depth)?;
+                    continue;
+                }
             }
             let node = self.next_node()?;
             if let (Some(sink), Kind::SequenceStart(props), Some("items")) =
@@ -610,6 +664,23 @@ impl<'a> Loader<'a> {
     }
 }
 
+/// An item's mapping so far holds `apiVersion`, `kind` and `metadata`.
+fn has_head(map: &Mapping) -> bool {
+    ["apiVersion", "kind", "metadata"]
+        .iter()
+        .all(|k| map.contains_key(*k))
+}
+
+/// Shows `reads` the item's head (the mapping so far) and gives the mapping back.
+fn ask(reads: &mut dyn FnMut(&Value) -> bool, map: &mut Mapping) -> bool {
+    let head = Value::Mapping(std::mem::take(map));
+    let answer = reads(&head);
+    if let Value::Mapping(m) = head {
+        *map = m;
+    }
+    answer
+}
+
 fn too_deep(at: Mark) -> LoadError {
     LoadError::content(
         format!("recursion limit exceeded: collections nested deeper than {MAX_DEPTH} levels"),
@@ -641,5 +712,6 @@ fn shown_key(key: &Value) -> String {
     }
 }
 
+mod skip;
 #[cfg(test)]
 mod tests;

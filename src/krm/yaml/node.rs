@@ -27,6 +27,10 @@ pub struct LoadError {
     path: Vec<Segment>,
     /// A syntax error from the parser (the path is then only approximate and not shown).
     pub syntax: bool,
+    /// Not an error of the input: an item the reader meant to skip holds something skipping
+    /// cannot check or keep (see `load/skip.rs`); the caller reads the input again, building
+    /// every item.
+    pub skip_refused: bool,
 }
 
 /// `what is wrong at a.b[2] (line L, column C)`: the form results about embedded documents use.
@@ -57,6 +61,7 @@ impl LoadError {
             mark: e.mark,
             path: Vec::new(),
             syntax: true,
+            skip_refused: false,
         }
     }
 
@@ -71,6 +76,15 @@ impl LoadError {
             mark,
             path: Vec::new(),
             syntax: false,
+            skip_refused: false,
+        }
+    }
+
+    /// The item being skipped at `mark` must be built after all (see [`LoadError::skip_refused`]).
+    pub fn refuse_skip(mark: Mark) -> LoadError {
+        LoadError {
+            skip_refused: true,
+            ..LoadError::content("the item cannot be skipped", mark)
         }
     }
 

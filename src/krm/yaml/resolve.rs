@@ -126,6 +126,19 @@ fn untagged(text: &str) -> Result<Value, ScalarError> {
     Ok(Value::from(text))
 }
 
+/// Whether a plain untagged scalar may mean something other than its text as a string (and so
+/// may fail to resolve, or equal a scalar spelled otherwise): the cases [`untagged`] tries
+/// before it settles on a string.
+pub fn plain_may_not_be_string(text: &str) -> bool {
+    let Some(&first) = text.as_bytes().first() else {
+        return true;
+    };
+    matches!(text, "~" | "null" | "Null" | "NULL")
+        || parse_bool(text).is_some()
+        || first.is_ascii_digit()
+        || matches!(first, b'+' | b'-' | b'.')
+}
+
 fn parse_bool(s: &str) -> Option<bool> {
     match s {
         "true" | "True" | "TRUE" => Some(true),

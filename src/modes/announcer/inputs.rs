@@ -55,6 +55,33 @@ fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
     at(v, path).and_then(Value::as_str)
 }
 
+/// Whether the announcer neither reads nor edits `item`, told from its `apiVersion`, `kind` and
+/// `metadata` alone: the items [`Reader::observe`] lets go in its last arm (a Deployment, a
+/// Secret, another chart's resources). The engine then skips building the rest of it.
+pub fn passes_through(item: &Value) -> bool {
+    if item.is(crate::config::GROUP, observed::KIND) || is_local_config(item) {
+        return false;
+    }
+    match (item.group(), item.kind()) {
+        (METALLB_GROUP, _)
+        | (install::FLUX_SOURCE_GROUP, _)
+        | ("", "Service" | "Namespace" | "ConfigMap")
+        | (CILIUM_GROUP, "CiliumLoadBalancerIPPool" | "CiliumL2AnnouncementPolicy")
+        | ("helm.toolkit.fluxcd.io", "HelmRelease")
+        | (install::COZYSTACK_GROUP, "Package")
+        | ("helm.cattle.io", "HelmChart")
+        | ("kustomize.toolkit.fluxcd.io", "Kustomization")
+        | ("apiextensions.k8s.io", "CustomResourceDefinition") => false,
+        _ => !metallb_app(&labels_of(item)),
+    }
+}
+
+/// Labelled as a part of MetalLB (its manifests' `app` or `app.kubernetes.io/name`).
+fn metallb_app(labels: &std::collections::BTreeMap<String, String>) -> bool {
+    labels.get("app").map(String::as_str) == Some("metallb")
+        || labels.get("app.kubernetes.io/name").map(String::as_str) == Some("metallb")
+}
+
 fn is_local_config(item: &Value) -> bool {
     item.annotation(LOCAL_CONFIG) == Some("true")
 }
@@ -341,9 +368,7 @@ impl Reader {
             }
             _ => {
                 let labels = labels_of(item);
-                let metallb_app = labels.get("app").map(String::as_str) == Some("metallb")
-                    || labels.get("app.kubernetes.io/name").map(String::as_str) == Some("metallb");
-                if metallb_app {
+                if metallb_app(&labels) {
                     let component = labels
                         .get("app.kubernetes.io/component")
                         .or_else(|| labels.get("component"));

@@ -34,7 +34,7 @@ mod values_annotations;
 mod version;
 
 pub use config::*;
-pub use inputs::{Reader, read};
+pub use inputs::{Reader, passes_through, read};
 
 use serde_yaml::Value;
 
