@@ -2,6 +2,14 @@
 //! from the events, shown to the [`Observer`] right away, and — where the events prove its text —
 //! given a span the writer may copy and released when the observer lets it go.
 //!
+//! An item whose text may be copied is read lean: once its `apiVersion`, `kind` and `metadata`
+//! are built, the observer is asked whether it reads more ([`Observer::reads_beyond_metadata`]);
+//! if not, the rest is skipped — its events are read and checked, nothing is built
+//! (`yaml/load/skip.rs`) — and the item is released. Where skipping cannot check what building
+//! would (an anchor a later item may alias, a possible duplicate key…), or the item turns out
+//! not to be releasable, the whole input is read again building every item: the lean read
+//! never changes an output or an error, only what it costs.
+//!
 //! An item's span runs from the start of its `- ` line to the start of the next item's `- `
 //! line (or the line of the first token after the list). It is proven when:
 //! - the list is a block sequence whose entries are at column 0 (kpt's and kustomize's layout,
