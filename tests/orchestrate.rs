@@ -454,6 +454,24 @@ fn refusals_name_their_field() {
             }
         }
     }
+    // Every namespace the chain writes objects into must be one the API server accepts.
+    for field in ["fluxNamespace", "gateNamespace", "ciliumNamespace"] {
+        for bad in ["Flux", "flux_system", "flux.system", "-x"] {
+            let e = single_error(&with_orchestrate(
+                input.clone(),
+                &format!("{{step: chain, {GATE_IMAGES}, {source}, {field}: '{bad}'}}"),
+            ));
+            assert_eq!(
+                e["field"]["path"],
+                format!("spec.orchestrate.{field}"),
+                "{e:?}"
+            );
+            assert!(
+                e["message"].as_str().unwrap().contains("DNS-1123 label"),
+                "{e:?}"
+            );
+        }
+    }
     let mut taken = input.clone();
     let ns: Value = serde_yaml::from_str(
         "{apiVersion: v1, kind: Namespace, metadata: {name: cilium-l2-cutover, annotations: {config.kubernetes.io/path: ns.yaml}}}",

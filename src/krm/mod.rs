@@ -11,6 +11,7 @@ pub mod annotations;
 pub mod apply;
 pub mod emit;
 pub mod io;
+pub mod names;
 pub mod object;
 pub mod outcome;
 mod read;

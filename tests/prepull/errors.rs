@@ -63,6 +63,26 @@ fn config_errors_name_the_field() {
         "spec.payloadDir",
     );
     assert!(e["message"].as_str().unwrap().contains("PATH_MAX"), "{e:?}");
+    // Every generated object is written into the namespace and names it again, so a namespace
+    // the API server would refuse is refused here (the mutation suite's seed 0x31, case 254358:
+    // a 4 MB namespace held 147 MB for 4.2 MB of input).
+    let huge = "é".repeat(2_000_000);
+    for bad in [
+        "Metallb",
+        "metallb_system",
+        "-metallb",
+        "metallb.system",
+        huge.as_str(),
+    ] {
+        let e = fails(
+            &with_spec(base.clone(), "namespace", bad.into()),
+            "spec.namespace",
+        );
+        assert!(
+            e["message"].as_str().unwrap().contains("DNS-1123 label"),
+            "{e:?}"
+        );
+    }
     fails(
         &with_spec(
             base.clone(),

@@ -10,13 +10,14 @@ use serde_yaml::Value;
 use super::install::{self, Chart, HelmValues, ReleaseFacts, Sources, ValuesAt};
 use super::inventory::{
     Advertisement, BGP_KINDS, CILIUM_GROUP, Carrier, CiliumRelease, Install, InstallKind,
-    Inventory, IpAddressPoolSpec, MAX_LABEL_VALUE, METALLB_GROUP, Pool, is_namespace_name,
+    Inventory, IpAddressPoolSpec, MAX_LABEL_VALUE, METALLB_GROUP, Pool,
 };
 use super::ipam::parse_metallb_address;
 use super::observed;
 use super::selector::labels_of;
 use super::service::{LbService, Store};
 use crate::krm::annotations::LOCAL_CONFIG;
+use crate::krm::names::is_namespace_name;
 use crate::krm::object::SharedPaths;
 use crate::krm::{KrmObject, KrmResult};
 

@@ -81,23 +81,6 @@ pub struct L2AdvertisementSpec {
 /// would repeat it.
 pub const MAX_LABEL_VALUE: usize = 63;
 
-/// Whether `name` can be a namespace: a DNS-1123 label (at most 63 lowercase letters, digits
-/// and `-`, starting and ending with a letter or digit), as the API server requires
-/// (k8s.io/apimachinery `pkg/api/validation/generic.go` `ValidateNamespaceName` =
-/// `NameIsDNSLabel`, `pkg/util/validation/validation.go` `IsDNS1123Label`). A Service's
-/// namespace is written into other Services' `sharing-cross-namespace` lists, which Cilium
-/// splits at `,`.
-pub fn is_namespace_name(name: &str) -> bool {
-    let b = name.as_bytes();
-    let inner = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-';
-    let end = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    !b.is_empty()
-        && b.len() <= MAX_LABEL_VALUE
-        && b.iter().all(inner)
-        && b.first().is_some_and(end)
-        && b.last().is_some_and(end)
-}
-
 /// An IPAddressPool from the items.
 #[derive(Debug, Clone)]
 pub struct Pool {

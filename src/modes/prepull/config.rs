@@ -45,7 +45,7 @@ pub struct MetalLBImagePrepullSpec {
     pub pause_image: ImageRef,
     /// Image of the waiter Job: needs `/bin/sh` and `kubectl` (default: Sylva's kube-job image).
     pub waiter_image: ImageRef,
-    /// Namespace of the DaemonSet and waiter objects.
+    /// Namespace of the DaemonSet and waiter objects: a namespace name (a DNS-1123 label).
     pub namespace: String,
     /// How long the waiter Job waits for the DaemonSet rollout.
     pub wait_timeout: Duration,

@@ -47,6 +47,7 @@ pub use values::type_name;
 
 use serde_yaml::Value;
 
+use crate::krm::names::is_namespace_name;
 use crate::krm::{KrmObject, KrmResult, Outcome};
 
 /// Field path of a configuration field in the form the user wrote: `spec.<field>` for the
@@ -147,6 +148,17 @@ fn validate(spec: &MetalLBImagePrepullSpec, fc: Option<&Value>) -> Result<(), Kr
         if value.is_empty() {
             return Err(fc_error(fc, format!("{field} must not be empty"), field));
         }
+    }
+    // Every generated object is written into this namespace (and names it again in its
+    // bindings and health checks), so it must be one the API server accepts.
+    if !is_namespace_name(&spec.namespace) {
+        return Err(fc_error(
+            fc,
+            "namespace is not a namespace name: a DNS-1123 label (at most 63 lowercase letters, digits and '-', \
+             starting and ending with a letter or digit), as the API server requires"
+                .into(),
+            "namespace",
+        ));
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ use super::super::config::Phase;
 use super::config::{Orchestrate, Step};
 use super::flux::Unit;
 use crate::krm::KrmResult;
+use crate::krm::names::is_namespace_name;
 use crate::modes::prepull::{ImageRef, SourceRef, fc_error, package_dir, valid_flux_path};
 
 /// The validated orchestration settings.
@@ -118,6 +119,24 @@ pub fn resolve(o: &Orchestrate, fc: Option<&Value>) -> Result<Settings, KrmResul
         step,
         fc,
     )?;
+    // Each is written into every object of its kind the chain emits (and named again in
+    // bindings, health checks and the gates' commands), so it must be one the API server accepts.
+    for (field, namespace) in [
+        ("orchestrate.fluxNamespace", &o.flux_namespace),
+        ("orchestrate.gateNamespace", &o.gate_namespace),
+        ("orchestrate.ciliumNamespace", &o.cilium_namespace),
+    ] {
+        if !is_namespace_name(namespace) {
+            return Err(fc_error(
+                fc,
+                format!(
+                    "{field} is not a namespace name: a DNS-1123 label (at most 63 lowercase letters, digits \
+                     and '-', starting and ending with a letter or digit), as the API server requires"
+                ),
+                field,
+            ));
+        }
+    }
     Ok(Settings {
         dir,
         source_ref,
