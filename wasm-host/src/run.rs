@@ -158,8 +158,15 @@ pub fn run(
     watchdog.finish();
 
     let exceeded_memory = store.data().limiter.exceeded;
+    // Dropping the store drops the WASI context's handle on stdout, so ours is the last one.
     drop(store);
-    let stdout = stdout.contents().to_vec();
+    // Taken, not copied: `contents()` would copy the whole output twice more (as large as the
+    // input for a ResourceList, each copy fresh pages to fault in).
+    let stdout = stdout
+        .try_into_inner()
+        .map(Vec::from)
+        .context("the module's stdout is still in use after the run")?;
+    // The watchdog may still hold stderr for a moment: copied (diagnostics, small).
     let stderr = stderr.contents().to_vec();
     let ending = match outcome {
         Ok(()) => Ending::Exited(0),
