@@ -20,6 +20,7 @@ mod image;
 mod images;
 mod inputs;
 mod pod;
+mod reads;
 mod reconcile;
 mod release;
 mod render;
@@ -40,6 +41,7 @@ pub use image::ImageRef;
 pub use inputs::{GENERATED_BY, UNIT};
 /// Shared with the announcer's gate Jobs (`announcer::orchestrate`).
 pub(crate) use pod::{quantity, resources, restricted_container, restricted_pod};
+pub use reads::reads;
 /// Shared with the announcer's chained Flux units.
 pub(crate) use render::{flux_duration, fnv1a};
 pub use source::{package_dir, valid_flux_path};
