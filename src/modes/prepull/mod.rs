@@ -49,7 +49,7 @@ pub use values::type_name;
 
 use serde_yaml::Value;
 
-use crate::krm::names::is_namespace_name;
+use crate::krm::names::{NAMESPACE_RULE, is_namespace_name};
 use crate::krm::{KrmObject, KrmResult, Outcome};
 
 /// Field path of a configuration field in the form the user wrote: `spec.<field>` for the
@@ -156,9 +156,7 @@ fn validate(spec: &MetalLBImagePrepullSpec, fc: Option<&Value>) -> Result<(), Kr
     if !is_namespace_name(&spec.namespace) {
         return Err(fc_error(
             fc,
-            "namespace is not a namespace name: a DNS-1123 label (at most 63 lowercase letters, digits and '-', \
-             starting and ending with a letter or digit), as the API server requires"
-                .into(),
+            format!("namespace is not a namespace name: {NAMESPACE_RULE}"),
             "namespace",
         ));
     }
