@@ -30,8 +30,21 @@ pub struct Report {
 
 /// Runs the function on one serialized ResourceList, buffering the output.
 pub fn process(input: &[u8]) -> Output {
+    process_buffered(input, false)
+}
+
+/// [`process`] building every item whole, whatever the mode reads of it: the reference the
+/// lean read (`krm::read`) is tested against. Not for production use: it only costs more.
+#[doc(hidden)]
+pub fn process_whole(input: &[u8]) -> Output {
+    process_buffered(input, true)
+}
+
+fn process_buffered(input: &[u8], whole: bool) -> Output {
     let mut stdout = Vec::new();
-    let report = match catch_unwind(AssertUnwindSafe(|| process_inner(input, &mut stdout))) {
+    let report = match catch_unwind(AssertUnwindSafe(|| {
+        process_inner(input, &mut stdout, whole)
+    })) {
         Ok(Ok(report)) => report,
         // A Vec takes every byte; kept for completeness.
         Ok(Err(e)) => {
@@ -62,7 +75,7 @@ pub fn process(input: &[u8]) -> Output {
 /// complete ResourceList or nothing, unless `stdout` itself fails (the `Err`) or the code panics
 /// while writing (a bug; reported, as every panic, as an internal error).
 pub fn process_to(input: &[u8], stdout: &mut dyn std::io::Write) -> std::io::Result<Report> {
-    match catch_unwind(AssertUnwindSafe(|| process_inner(input, stdout))) {
+    match catch_unwind(AssertUnwindSafe(|| process_inner(input, stdout, false))) {
         Ok(report) => report,
         Err(_) => Ok(Report {
             stderr: "cutover: internal error (panic)\n".into(),
@@ -71,9 +84,17 @@ pub fn process_to(input: &[u8], stdout: &mut dyn std::io::Write) -> std::io::Res
     }
 }
 
-fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result<Report> {
+fn process_inner(
+    input: &[u8],
+    sink: &mut dyn std::io::Write,
+    whole: bool,
+) -> std::io::Result<Report> {
+    let prepare = |fc: Option<&serde_yaml::Value>| modes::Prepared {
+        whole,
+        ..modes::prepare(fc)
+    };
     let parsed = krm::io::text(input)
-        .and_then(|text| Ok((text, krm::io::parse_text_observed(text, modes::prepare)?)));
+        .and_then(|text| Ok((text, krm::io::parse_text_observed(text, prepare)?)));
     let (text, (mut list, prepared)) = match parsed {
         Ok(parsed) => parsed,
         Err(e) => {
@@ -87,7 +108,9 @@ fn process_inner(input: &[u8], sink: &mut dyn std::io::Write) -> std::io::Result
         }
     };
     let fc = list.function_config.as_ref();
-    let modes::Prepared { config, observer } = prepared;
+    let modes::Prepared {
+        config, observer, ..
+    } = prepared;
     let (
         mode,
         modes::Ran {

@@ -41,10 +41,11 @@ pub struct ResourceList {
     /// verbatim, so their flow style, quoting and comments survive exactly. 32-bit offsets
     /// (12 bytes an item): inputs past 4 GiB get no spans.
     pub item_spans: Vec<Option<std::ops::Range<u32>>>,
-    /// Items whose tree was let go right after the [`Observer`] read them (only items with a
-    /// proven span): `items` holds an empty mapping in their place, and this their file and
-    /// metadata layout. The engine copies them from the input text, patches that text
-    /// ([`super::splice`]) or parses them again ([`parse_item`]) when an edit needs it.
+    /// Items whose tree was let go right after the [`Observer`] read them, or built only in
+    /// part ([`Observer::reads`]), and whose text is copied (only items with a proven span):
+    /// `items` holds an empty mapping in their place, or the part the observer kept, and this
+    /// their file and metadata layout. The engine copies them from the input text, patches
+    /// that text ([`super::splice`]) or parses them again ([`parse_item`]) when an edit needs it.
     pub released: ReleasedItems,
     /// Items that are not KRM resources (no `apiVersion`, `kind` or `metadata.name`).
     pub not_krm: Vec<NotKrm>,
@@ -56,7 +57,8 @@ pub struct ResourceList {
     /// not be copied (see [`ItemSpellings`]).
     pub noted: Vec<u32>,
     /// How many of the released items were read lean: the [`Observer`] said from their head
-    /// that it reads no more, so only their `apiVersion`, `kind` and `metadata` were built.
+    /// what it reads of the rest, so only their `apiVersion`, `kind`, `metadata` and what it
+    /// reads were built.
     pub skipped: usize,
 }
 
@@ -185,12 +187,39 @@ pub trait Observer {
     /// Reads item `index`; returns false to let the engine drop its tree.
     fn observe(&mut self, index: usize, item: &Value) -> bool;
 
-    /// Whether the mode reads more of an item than its `head` (its `apiVersion`, `kind` and
-    /// `metadata`, given before the rest is read). False lets the engine skip building the
-    /// rest: the item is then observed with its head alone, and [`Observer::observe`] must let
-    /// it go (its text is copied as read). The default reads everything.
-    fn reads_beyond_metadata(&mut self, _head: &Value) -> bool {
-        true
+    /// What the mode reads of an item beyond its `head` (its `apiVersion`, `kind` and
+    /// `metadata`, given before the rest is read). Anything but [`Reads::Everything`] lets the
+    /// engine skip building the rest: the item's text is then copied as read, and the item is
+    /// observed with what was built. [`Observer::observe`] may keep that partial tree for the
+    /// mode (an edit that needs the whole tree reads the item again from its text) or let it
+    /// go. The default reads everything.
+    fn reads(&mut self, _head: &Value) -> Reads {
+        Reads::Everything
+    }
+}
+
+/// What a mode reads of an item beyond its `apiVersion`, `kind` and `metadata` (see
+/// [`Observer::reads`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reads {
+    /// The whole item: it is built.
+    Everything,
+    /// Nothing more: the rest of it is skipped.
+    Head,
+    /// These keys of its `spec` and nothing else: the other keys of `spec` and every other
+    /// value are skipped.
+    SpecKeys(&'static [&'static str]),
+}
+
+impl Reads {
+    /// The keys of `spec` that are built, when the item is read partly (none for
+    /// [`Reads::Head`]); `None` when it is read whole.
+    pub fn spec_keys(self) -> Option<&'static [&'static str]> {
+        match self {
+            Reads::Everything => None,
+            Reads::Head => Some(&[]),
+            Reads::SpecKeys(keys) => Some(keys),
+        }
     }
 }
 

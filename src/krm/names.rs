@@ -6,6 +6,10 @@
 /// Longest DNS-1123 label (`DNS1123LabelMaxLength`): namespaces, label values.
 pub const DNS1123_LABEL_MAX_LENGTH: usize = 63;
 
+/// The rule [`is_namespace_name`] checks, as error messages state it.
+pub const NAMESPACE_RULE: &str = "a DNS-1123 label (at most 63 lowercase letters, digits and '-', \
+     starting and ending with a letter or digit), as the API server requires";
+
 /// Whether `name` can be a namespace: a DNS-1123 label (at most 63 lowercase letters, digits
 /// and `-`, starting and ending with a letter or digit), as the API server requires
 /// (`pkg/api/validation/generic.go` `ValidateNamespaceName` = `NameIsDNSLabel`,

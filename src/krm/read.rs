@@ -3,12 +3,14 @@
 //! given a span the writer may copy and released when the observer lets it go.
 //!
 //! An item whose text may be copied is read lean: once its `apiVersion`, `kind` and `metadata`
-//! are built, the observer is asked whether it reads more ([`Observer::reads_beyond_metadata`]);
-//! if not, the rest is skipped — its events are read and checked, nothing is built
-//! (`yaml/load/skip.rs`) — and the item is released. Where skipping cannot check what building
-//! would (an anchor a later item may alias, a possible duplicate key…), or the item turns out
-//! not to be releasable, the whole input is read again building every item: the lean read
-//! never changes an output or an error, only what it costs.
+//! are built, the observer is asked what it reads of the rest ([`Observer::reads`]); what it
+//! does not read is skipped — its events are read and checked, nothing is built
+//! (`yaml/load/skip.rs`) — and the item is released: its text is copied. The observer may keep
+//! the partial tree for its mode (the head and the keys of `spec` it asked for); an edit that
+//! needs more reads the item again from its text, as for any released item. Where skipping
+//! cannot check what building would (an anchor a later item may alias, a possible duplicate
+//! key…), or the item's text cannot be proven, the whole input is read again building every
+//! item: the lean read never changes an output or an error, only what it costs.
 //!
 //! An item's span runs from the start of its `- ` line to the start of the next item's `- `
 //! line (or the line of the first token after the list). It is proven when:
@@ -223,7 +225,8 @@ struct Pending {
     /// It has anchors, aliases or merge keys (its spellings are kept if it is released: a later
     /// item's alias may name its anchors).
     refs: bool,
-    /// Only its head was built (`Loader::item_lean`): it must be released.
+    /// Only its head and the keys of `spec` the observer reads were built (`Loader::item_lean`):
+    /// it must be released (its partial tree stays for the mode when the observer keeps it).
     skipped: bool,
 }
 
@@ -287,7 +290,7 @@ impl<O: Observer, F: FnMut(Option<&Value>) -> O> ItemsSink for Sink<'_, O, F> {
                 self.lean && !self.note_all && dash.is_some(),
             ) {
                 (Some(observer), true) => {
-                    loader.item_lean(node, 2, &mut |head| observer.reads_beyond_metadata(head))
+                    loader.item_lean(node, 2, &mut |head| observer.reads(head).spec_keys())
                 }
                 _ => loader.item(node, 2).map(|v| (v, false)),
             };
@@ -303,13 +306,14 @@ impl<O: Observer, F: FnMut(Option<&Value>) -> O> ItemsSink for Sink<'_, O, F> {
                     keep = observer.observe(index, &value);
                 }
             }
-            // A skipped item is only its head: it must be released, its text copied.
-            if skipped && (keep || own_text.is_none()) {
+            // A skipped item is only partly built: it must be released, its text copied (the
+            // observer may keep the partial tree for its mode).
+            if skipped && own_text.is_none() {
                 return Err(LoadError::refuse_skip(item_start));
             }
             let arena_mark = self.released.entries.len();
             let layout = match own_text {
-                Some(start) if !keep && loader.refs() == refs => {
+                Some(start) if (!keep || skipped) && loader.refs() == refs => {
                     loader.recorder.finish(start, &mut self.released.entries)
                 }
                 _ => None,
@@ -345,7 +349,7 @@ impl<O, F> Sink<'_, O, F> {
         };
         let at = |offset: usize| u32::try_from(offset + self.base).ok();
         let span = p.start.zip(end).and_then(|(s, e)| Some(at(s)?..at(e)?));
-        if !p.keep && span.is_some() {
+        if (!p.keep || p.skipped) && span.is_some() {
             let file = self.paths.file_of(&p.value);
             self.released.insert(
                 p.index,
@@ -355,8 +359,12 @@ impl<O, F> Sink<'_, O, F> {
                 },
             );
             self.skipped += usize::from(p.skipped);
-            // An empty mapping allocates nothing; the tree goes now.
-            self.items.push(Value::Mapping(Mapping::new()));
+            self.items.push(if p.keep {
+                p.value
+            } else {
+                // An empty mapping allocates nothing; the tree goes now.
+                Value::Mapping(Mapping::new())
+            });
             if !p.refs {
                 spellings.truncate(p.spelling_mark);
             }

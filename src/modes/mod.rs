@@ -20,29 +20,40 @@ pub struct Prepared {
     pub config: Result<FunctionConfig, KrmResult>,
     /// Sees every item as it is parsed (see [`io::Observer`]).
     pub observer: Observer,
+    /// Build every item whole, whatever the mode reads of it: the reference path the lean read
+    /// is tested against ([`crate::function::process_whole`]).
+    pub whole: bool,
 }
 
 /// A mode's [`io::Observer`].
 #[derive(Debug)]
 pub enum Observer {
-    /// Keeps every item (prepull and capm3 read few, small items; no mode when the config is bad).
+    /// Keeps every item whole (capm3 reads few, small items; no mode when the config is bad).
     KeepAll,
     /// The announcer's inventory, built item by item; Service trees are released.
     Announcer(Box<announcer::Reader>),
+    /// Keeps every item, built only as far as the prepull mode reads it
+    /// ([`prepull::reads`]).
+    Prepull {
+        /// The name of the Kustomization the mode gates (read whole).
+        gated: String,
+    },
 }
 
 impl io::Observer for Observer {
     fn observe(&mut self, index: usize, item: &Value) -> bool {
         match self {
-            Observer::KeepAll => true,
+            Observer::KeepAll | Observer::Prepull { .. } => true,
             Observer::Announcer(reader) => reader.observe(index, item),
         }
     }
 
-    fn reads_beyond_metadata(&mut self, head: &Value) -> bool {
+    fn reads(&mut self, head: &Value) -> io::Reads {
         match self {
-            Observer::KeepAll => true,
-            Observer::Announcer(_) => !announcer::passes_through(head),
+            Observer::KeepAll => io::Reads::Everything,
+            Observer::Announcer(_) if announcer::passes_through(head) => io::Reads::Head,
+            Observer::Announcer(_) => io::Reads::Everything,
+            Observer::Prepull { gated } => prepull::reads(head, gated),
         }
     }
 }
@@ -52,8 +63,11 @@ impl io::Observer for Prepared {
         self.observer.observe(index, item)
     }
 
-    fn reads_beyond_metadata(&mut self, head: &Value) -> bool {
-        self.observer.reads_beyond_metadata(head)
+    fn reads(&mut self, head: &Value) -> io::Reads {
+        if self.whole {
+            return io::Reads::Everything;
+        }
+        self.observer.reads(head)
     }
 }
 
@@ -65,9 +79,16 @@ pub fn prepare(function_config: Option<&Value>) -> Prepared {
         Ok(FunctionConfig::LoadBalancerAnnouncer(spec)) if spec.orchestrate.is_none() => {
             Observer::Announcer(Box::default())
         }
+        Ok(FunctionConfig::MetalLBImagePrepull(spec)) => Observer::Prepull {
+            gated: spec.kustomization.clone(),
+        },
         _ => Observer::KeepAll,
     };
-    Prepared { config, observer }
+    Prepared {
+        config,
+        observer,
+        whole: false,
+    }
 }
 
 /// What a mode gives the function: its outcome, and lines for stderr (findings an orchestrator
@@ -107,7 +128,8 @@ pub fn run(config: &FunctionConfig, items: &[Value], function_config: Option<&Va
 }
 
 /// Runs the mode selected by the configuration. `observer` has seen every item (the
-/// [`Prepared`] one from the parse); items it released are empty mappings in `items`.
+/// [`Prepared`] one from the parse); items it released are empty mappings in `items`, items it
+/// read in part hold what it reads of them.
 pub fn run_observed(
     config: &FunctionConfig,
     items: &[Value],
@@ -124,7 +146,7 @@ pub fn run_observed(
         FunctionConfig::LoadBalancerAnnouncer(spec) => {
             let read = match observer {
                 Observer::Announcer(reader) => reader.finish(),
-                Observer::KeepAll => announcer::read(items),
+                Observer::KeepAll | Observer::Prepull { .. } => announcer::read(items),
             };
             announcer::run_read(spec, items, function_config, read)
         }

@@ -28,6 +28,10 @@ pub use super::node::{Kind, LoadError, Node, Props, Segment};
 use super::record::{RecordedEntry, Recorder};
 use super::spelling::{self, How};
 
+/// What [`Loader::item_lean`] builds of an item past its head: `None` all of it, else only
+/// these keys of its `spec` (none: nothing).
+pub type SpecKeys = Option<&'static [&'static str]>;
+
 /// Deepest nesting of collections, the document's root included.
 pub const MAX_DEPTH: usize = 128;
 
@@ -188,14 +192,16 @@ impl<'a> Loader<'a> {
     }
 
     /// The value of an item (see [`Loader::begin_item`]) whose values after `apiVersion`, `kind`
-    /// and `metadata` are skipped ([`skip`]) when `reads` says no mode reads them: it is given
-    /// those three as soon as they are read, before any other key. Also returns whether it
-    /// skipped: the value then holds only those three.
+    /// and `metadata` are skipped ([`skip`]) where `reads` says no mode reads them: it is given
+    /// those three as soon as they are read, before any other key, and answers `None` to have
+    /// the item built whole, or the keys of its `spec` to build (none: the head alone), every
+    /// other value skipped. Also returns whether it skipped: the value then holds only those
+    /// three and those keys of `spec`.
     pub fn item_lean(
         &mut self,
         node: Node,
         enclosing: usize,
-        reads: &mut dyn FnMut(&Value) -> bool,
+        reads: &mut dyn FnMut(&Value) -> SpecKeys,
     ) -> Result<(Value, bool), LoadError> {
         self.skipped = false;
         let start = node.start;
@@ -413,11 +419,12 @@ impl<'a> Loader<'a> {
         flow: bool,
         role: Role,
         mut sink: Option<&mut dyn ItemsSink>,
-        mut lean: Option<&mut dyn FnMut(&Value) -> bool>,
+        mut lean: Option<&mut dyn FnMut(&Value) -> SpecKeys>,
     ) -> Result<Mapping, LoadError> {
         let mut map = Mapping::new();
-        // An item read lean: asked once whether its other values are read, then skipped.
+        // An item read lean: asked once what of its other values is read, the rest skipped.
         let mut asked = false;
+        let mut spec_keys: SpecKeys = None;
         let mut skipped_keys: Vec<String> = Vec::new();
         let mut merges: Vec<Value> = Vec::new();
         let mut merge_seen = false;
@@ -488,9 +495,12 @@ impl<'a> Loader<'a> {
                 let head = matches!(key.as_str(), Some("apiVersion" | "kind" | "metadata"));
                 if !asked && !head {
                     asked = true;
-                    self.skipped = !merge_seen && has_head(&map) && !ask(reads, &mut map);
+                    if !merge_seen && has_head(&map) {
+                        spec_keys = ask(reads, &mut map);
+                        self.skipped = spec_keys.is_some();
+                    }
                 }
-                if self.skipped {
+                if let Some(spec_keys) = spec_keys {
                     let name = key.as_str().filter(|_| simple_key || !merge);
                     match name {
                         Some(k)
@@ -498,6 +508,14 @@ impl<'a> Loader<'a> {
                                 && !map.contains_key(&key)
                                 && !skipped_keys.iter().any(|s| s == k) =>
                         {
+                            if k == "spec" && !spec_keys.is_empty() {
+                                let node = self.next_node()?;
+                                let spec = self
+                                    .partial(node, depth, spec_keys)
+                                    .map_err(|e| e.within(Segment::Key("spec".into())))?;
+                                map.insert(key, spec);
+                                continue;
+                            }
                             skipped_keys.push(k.to_owned());
                         }
                         _ => return Err(LoadError::refuse_skip(key_start)),
@@ -672,7 +690,7 @@ fn has_head(map: &Mapping) -> bool {
 }
 
 /// Shows `reads` the item's head (the mapping so far) and gives the mapping back.
-fn ask(reads: &mut dyn FnMut(&Value) -> bool, map: &mut Mapping) -> bool {
+fn ask(reads: &mut dyn FnMut(&Value) -> SpecKeys, map: &mut Mapping) -> SpecKeys {
     let head = Value::Mapping(std::mem::take(map));
     let answer = reads(&head);
     if let Value::Mapping(m) = head {

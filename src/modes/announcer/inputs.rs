@@ -17,7 +17,7 @@ use super::observed;
 use super::selector::labels_of;
 use super::service::{LbService, Store};
 use crate::krm::annotations::LOCAL_CONFIG;
-use crate::krm::names::is_namespace_name;
+use crate::krm::names::{NAMESPACE_RULE, is_namespace_name};
 use crate::krm::object::SharedPaths;
 use crate::krm::{KrmObject, KrmResult};
 
@@ -230,10 +230,9 @@ impl Reader {
                     && !is_namespace_name(ns)
                 {
                     errors.push(
-                        KrmResult::error(
-                            "not a namespace name: a namespace is a DNS-1123 label (at most 63 \
-                             lowercase letters, digits and '-'), as the API server requires",
-                        )
+                        KrmResult::error(format!(
+                            "not a namespace name: a namespace is {NAMESPACE_RULE}"
+                        ))
                         .about(item)
                         .field("metadata.namespace"),
                     );

@@ -20,6 +20,7 @@ mod image;
 mod images;
 mod inputs;
 mod pod;
+mod reads;
 mod reconcile;
 mod release;
 mod render;
@@ -40,6 +41,7 @@ pub use image::ImageRef;
 pub use inputs::{GENERATED_BY, UNIT};
 /// Shared with the announcer's gate Jobs (`announcer::orchestrate`).
 pub(crate) use pod::{quantity, resources, restricted_container, restricted_pod};
+pub use reads::reads;
 /// Shared with the announcer's chained Flux units.
 pub(crate) use render::{flux_duration, fnv1a};
 pub use source::{package_dir, valid_flux_path};
@@ -47,7 +49,7 @@ pub use values::type_name;
 
 use serde_yaml::Value;
 
-use crate::krm::names::is_namespace_name;
+use crate::krm::names::{NAMESPACE_RULE, is_namespace_name};
 use crate::krm::{KrmObject, KrmResult, Outcome};
 
 /// Field path of a configuration field in the form the user wrote: `spec.<field>` for the
@@ -154,9 +156,7 @@ fn validate(spec: &MetalLBImagePrepullSpec, fc: Option<&Value>) -> Result<(), Kr
     if !is_namespace_name(&spec.namespace) {
         return Err(fc_error(
             fc,
-            "namespace is not a namespace name: a DNS-1123 label (at most 63 lowercase letters, digits and '-', \
-             starting and ending with a letter or digit), as the API server requires"
-                .into(),
+            format!("namespace is not a namespace name: {NAMESPACE_RULE}"),
             "namespace",
         ));
     }

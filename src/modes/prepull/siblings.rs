@@ -72,12 +72,11 @@ pub fn identity(
     gated: &Value,
 ) -> Result<UnitIdentity, KrmResult> {
     let gated_labels = string_map(gated, "labels");
-    let others: Vec<BTreeMap<String, String>> = inputs
+    let others: Vec<&Value> = inputs
         .unit_kustomizations
         .iter()
         .map(|&i| &items[i])
         .filter(|k| !std::ptr::eq(*k, gated) && !is_root_dependency(k))
-        .map(|k| string_map(k, "labels"))
         .collect();
     let mut labels: BTreeMap<String, String> = gated_labels
         .iter()
@@ -87,7 +86,7 @@ pub fn identity(
                 || k.as_str() == HELM_REVISION
                 || (k.as_str() != SYLVA_UNIT_LABEL
                     && !others.is_empty()
-                    && others.iter().all(|o| o.get(*k) == Some(v)))
+                    && others.iter().all(|o| o.label(k) == Some(v.as_str())))
         })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();

@@ -6,7 +6,7 @@
 use serde_yaml::Value;
 
 use super::config::{MetalLBImagePrepullSpec, Output, SourceKind, SourceRef};
-use super::config_field;
+use super::fc_error;
 use crate::krm::KrmResult;
 
 /// The validated payload location.
@@ -20,14 +20,6 @@ pub struct Payload {
     pub source_ref: Option<SourceRef>,
     /// `output: sylva-values`: the unit's `repo` (a `source_templates` entry).
     pub repo: Option<String>,
-}
-
-fn fc_error(fc: Option<&Value>, message: String, field: &str) -> KrmResult {
-    let r = KrmResult::error(message).field(config_field(fc, field));
-    match fc {
-        Some(fc) => r.about(fc),
-        None => r,
-    }
 }
 
 /// Both the removed fields get an error that says what replaced them.

@@ -253,7 +253,11 @@ fn secret_text(item: &Value, key: &str) -> Result<(String, String), String> {
             return Err("expected a base64 string".into());
         };
         // Tolerate line-wrapped base64 (some tools wrap at 76 columns).
-        let compact: String = encoded.chars().filter(|c| !c.is_whitespace()).collect();
+        let compact: String = if encoded.bytes().all(|b| b.is_ascii_graphic()) {
+            encoded.to_owned()
+        } else {
+            encoded.chars().filter(|c| !c.is_whitespace()).collect()
+        };
         let bytes: k8s_openapi::ByteString = serde_yaml::from_value(Value::String(compact))
             .map_err(|e| format!("not valid base64: {e}"))?;
         let text =

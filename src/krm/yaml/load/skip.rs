@@ -13,10 +13,16 @@
 //! - nesting beyond [`MAX_DEPTH`].
 //!
 //! What building counts or records is kept: nodes and the end of the last scalar.
+//!
+//! A mode may also read a few keys of a skipped item's `spec` (a Sylva unit's `kubeConfig`):
+//! [`Loader::partial`] builds those and skips the others, with the same refusals, plus one: a
+//! `spec` that is not a plain mapping (an anchor, a tag, a sequence) is built after all.
+
+use serde_yaml::{Mapping, Value};
 
 use super::super::events::{Event, ScalarStyle};
 use super::super::resolve;
-use super::{LoadError, Loader, MAX_DEPTH};
+use super::{Kind, LoadError, Loader, MAX_DEPTH, Node, Role, Segment};
 
 /// A collection being skipped.
 struct Open {
@@ -106,6 +112,72 @@ impl Loader<'_> {
                 None => return Ok(()),
                 Some(parent) if parent.mapping => parent.expect_key = !parent.expect_key,
                 Some(_) => {}
+            }
+        }
+    }
+}
+
+impl Loader<'_> {
+    /// The mapping that starts with `node` (an item's `spec`), whose parents are `enclosing`
+    /// collections, with only the values of `keys` built: the others are skipped.
+    pub(super) fn partial(
+        &mut self,
+        node: Node,
+        enclosing: usize,
+        keys: &[&str],
+    ) -> Result<Value, LoadError> {
+        let Kind::MappingStart(props) = node.kind else {
+            return Err(LoadError::refuse_skip(node.start));
+        };
+        if props.anchor.is_some() || props.tag.is_some() {
+            return Err(LoadError::refuse_skip(node.start));
+        }
+        self.collection(props, node.start, enclosing, |this, depth, flow| {
+            this.partial_entries(depth, flow, keys).map(Value::Mapping)
+        })
+    }
+
+    fn partial_entries(
+        &mut self,
+        depth: usize,
+        flow: bool,
+        keys: &[&str],
+    ) -> Result<Mapping, LoadError> {
+        let mut map = Mapping::new();
+        let mut skipped: Vec<String> = Vec::new();
+        loop {
+            let node = self.next_node()?;
+            let key = match node.kind {
+                Kind::MappingEnd => {
+                    if flow {
+                        self.last_end = node.end.index;
+                    }
+                    return Ok(map);
+                }
+                // Only a key that resolves to a string (`true`, `1` do not): keys are then equal
+                // when their texts are, so a duplicate of a skipped key is seen here.
+                Kind::Scalar {
+                    value: Ok(Value::String(key)),
+                    anchor: None,
+                    merge: false,
+                    tagged: false,
+                    ..
+                } => key,
+                _ => return Err(LoadError::refuse_skip(node.start)),
+            };
+            self.nodes += 1;
+            if map.contains_key(key.as_str()) || skipped.contains(&key) {
+                return Err(LoadError::refuse_skip(node.start));
+            }
+            if keys.contains(&key.as_str()) {
+                let value = self.next_node()?;
+                let value = self
+                    .build(value, depth, Role::None)
+                    .map_err(|e| e.within(Segment::Key(key.clone())))?;
+                map.insert(Value::String(key), value);
+            } else {
+                self.skip_value(depth)?;
+                skipped.push(key);
             }
         }
     }

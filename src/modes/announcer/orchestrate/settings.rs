@@ -6,7 +6,7 @@ use super::super::config::Phase;
 use super::config::{Orchestrate, Step};
 use super::flux::Unit;
 use crate::krm::KrmResult;
-use crate::krm::names::is_namespace_name;
+use crate::krm::names::{NAMESPACE_RULE, is_namespace_name};
 use crate::modes::prepull::{ImageRef, SourceRef, fc_error, package_dir, valid_flux_path};
 
 /// The validated orchestration settings.
@@ -129,10 +129,7 @@ pub fn resolve(o: &Orchestrate, fc: Option<&Value>) -> Result<Settings, KrmResul
         if !is_namespace_name(namespace) {
             return Err(fc_error(
                 fc,
-                format!(
-                    "{field} is not a namespace name: a DNS-1123 label (at most 63 lowercase letters, digits \
-                     and '-', starting and ending with a letter or digit), as the API server requires"
-                ),
+                format!("{field} is not a namespace name: {NAMESPACE_RULE}"),
                 field,
             ));
         }
