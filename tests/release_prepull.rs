@@ -37,7 +37,7 @@ fn same_as_whole(name: &str, input: &str) -> usize {
     assert_eq!(lean_out.len(), whole_out.len(), "{name}: stdout length");
     assert_eq!(lean.stderr, whole.stderr, "{name}: stderr");
     assert_eq!(lean.exit_code, whole.exit_code, "{name}: exit code");
-    io::parse_text_observed(input, modes::prepare).map_or(0, |(list, _)| list.skipped)
+    common::lean_read::skipped(input).unwrap_or(0)
 }
 
 fn sylva(units: usize, pass_through: usize) -> String {
@@ -143,20 +143,7 @@ fn odd_unit_specs_give_the_whole_read_output() {
     ];
     for (name, extra, more) in cases {
         let input = base.replacen("\nitems:\n", &format!("\nitems:\n{extra}"), 1);
-        let plain = io::parse_text(&input)
-            .map(|_| ())
-            .map_err(|e| format!("{e:?}"));
-        let lean = io::parse_text_observed(&input, modes::prepare)
-            .map(|(list, _)| list.skipped)
-            .map_err(|e| format!("{e:?}"));
-        match (&plain, &lean) {
-            (Err(want), Err(got)) => assert_eq!(got, want, "{name}: the same input error"),
-            (Ok(()), Ok(n)) => match more {
-                Some(more) => assert_eq!(*n, base_skipped + more, "{name}: items read in part"),
-                None => assert_eq!(*n, 0, "{name}: read again building every item"),
-            },
-            _ => panic!("{name}: plain {plain:?}, lean {lean:?}"),
-        }
+        common::lean_read::check_items_read_in_part(name, &input, base_skipped, more);
         same_as_whole(name, &input);
     }
 }

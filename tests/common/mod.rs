@@ -6,6 +6,7 @@ pub mod crd;
 pub mod examples;
 pub mod json_schema;
 pub mod k8s;
+pub mod lean_read;
 pub mod prepull;
 pub mod transitions;
 
