@@ -10,8 +10,6 @@ mod common;
 #[allow(dead_code)]
 mod generate;
 
-use cutover::krm::io;
-use cutover::modes;
 use generate::Spec;
 
 /// Runs `input` both ways and checks that the outputs are the same; returns how many items
