@@ -16,7 +16,7 @@
 //! aliases add at most [`expansion_limit`] nodes in all. An alias inside the node its anchor is
 //! on is refused, as go-yaml refuses it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_yaml::value::TaggedValue;
 use serde_yaml::{Mapping, Value};
@@ -425,7 +425,8 @@ impl<'a> Loader<'a> {
         // An item read lean: asked once what of its other values is read, the rest skipped.
         let mut asked = false;
         let mut spec_keys: SpecKeys = None;
-        let mut skipped_keys: Vec<String> = Vec::new();
+        // A set: an item may have any number of keys, and each is looked up.
+        let mut skipped_keys: HashSet<String> = HashSet::new();
         let mut merges: Vec<Value> = Vec::new();
         let mut merge_seen = false;
         let path = self.spellings.path;
@@ -504,9 +505,7 @@ impl<'a> Loader<'a> {
                     let name = key.as_str().filter(|_| simple_key || !merge);
                     match name {
                         Some(k)
-                            if !head
-                                && !map.contains_key(&key)
-                                && !skipped_keys.iter().any(|s| s == k) =>
+                            if !head && !map.contains_key(&key) && !skipped_keys.contains(k) =>
                         {
                             if k == "spec" && !spec_keys.is_empty() {
                                 let node = self.next_node()?;
@@ -516,7 +515,7 @@ impl<'a> Loader<'a> {
                                 map.insert(key, spec);
                                 continue;
                             }
-                            skipped_keys.push(k.to_owned());
+                            skipped_keys.insert(k.to_owned());
                         }
                         _ => return Err(LoadError::refuse_skip(key_start)),
                     }

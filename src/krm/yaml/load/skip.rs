@@ -18,6 +18,8 @@
 //! [`Loader::partial`] builds those and skips the others, with the same refusals, plus one: a
 //! `spec` that is not a plain mapping (an anchor, a tag, a sequence) is built after all.
 
+use std::collections::HashSet;
+
 use serde_yaml::{Mapping, Value};
 
 use super::super::events::{Event, ScalarStyle};
@@ -144,7 +146,8 @@ impl Loader<'_> {
         keys: &[&str],
     ) -> Result<Mapping, LoadError> {
         let mut map = Mapping::new();
-        let mut skipped: Vec<String> = Vec::new();
+        // A set: a `spec` may have any number of keys, and each is looked up.
+        let mut skipped: HashSet<String> = HashSet::new();
         loop {
             let node = self.next_node()?;
             let key = match node.kind {
@@ -177,7 +180,7 @@ impl Loader<'_> {
                 map.insert(Value::String(key), value);
             } else {
                 self.skip_value(depth)?;
-                skipped.push(key);
+                skipped.insert(key);
             }
         }
     }
