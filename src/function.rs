@@ -107,17 +107,101 @@ fn process_inner(
             });
         }
     };
+    let (mode, ran) = run_mode(prepared, &list);
+    let fc = list.function_config.as_ref();
+    let mut results = ran.outcome.results;
+    crate::config::configmap::user_field_paths(&mut results, fc);
+    let mut items = std::mem::take(&mut list.items);
+    let mut applied = apply_edits(text, &mut list, &mut items, ran.outcome.edits, &mut results);
+    let restored = std::mem::take(&mut applied.restored);
+    let fc = list.function_config.as_ref();
+    let sources = sources(text, &list, &applied);
+    // Items written from their tree: the input item each is or replaces.
+    let emitted: Vec<Option<usize>> = applied
+        .from
+        .iter()
+        .zip(&sources)
+        .map(|(from, source)| (*from).filter(|_| source.is_none()))
+        .collect();
+    let item_spellings =
+        krm::io::ItemSpellings::new(text, &list, emitted.iter().flatten().copied(), restored);
+    let spelled: Vec<Option<krm::io::Spelled>> = emitted
+        .iter()
+        .map(|index| {
+            let index = (*index)?;
+            Some(krm::io::Spelled {
+                spellings: item_spellings.get(text, &list, index),
+                index,
+            })
+        })
+        .collect();
+    fill_missing_files(&mut results, &items, text, &list);
+    let (failed, stderr) = finish_results(&mut results, mode, ran.stderr);
+    let written = krm::io::write_to(
+        sink,
+        &items,
+        &sources,
+        &spelled,
+        fc,
+        &list.results,
+        &results,
+    );
+    drop(sources);
+    drop(spelled);
+    drop(item_spellings);
+    free_in_background((list, items, results, applied));
+    match written {
+        Ok(()) => Ok(Report {
+            stderr,
+            exit_code: i32::from(failed),
+        }),
+        // Serialization is done before anything is written: the sink has nothing.
+        Err(krm::io::WriteError::Serialize(e)) => Ok(Report {
+            stderr: format!("{stderr}cutover: cannot serialize output: {e}\n"),
+            exit_code: 1,
+        }),
+        Err(krm::io::WriteError::Io(e)) => Err(e),
+    }
+}
+
+/// Where each output item's text comes from: unchanged items are copied from the input text
+/// where the parse proved their span (see krm::read), released items patched as text while they
+/// are written; `None` for an item written from its tree.
+fn sources<'a>(
+    text: &'a str,
+    list: &'a krm::io::ResourceList,
+    applied: &'a Applied,
+) -> Vec<Option<krm::io::Source<'a>>> {
+    applied
+        .origins
+        .iter()
+        .map(|o| {
+            let i = (*o)?;
+            let item_text = &text[list.span(i)?];
+            Some(
+                match (applied.text_patches.get(&i), list.released.layout(i)) {
+                    (Some(ops), Some(layout)) => krm::io::Source::Patch(item_text, layout, ops),
+                    (None, _) => krm::io::Source::Copy(item_text),
+                    // `edits_on_released` plans a text patch only where the item has a layout.
+                    (Some(_), None) => unreachable!("text patch of item {i} without a layout"),
+                },
+            )
+        })
+        .collect()
+}
+
+/// Runs the mode the function config names, on the parsed items: its name (for the results'
+/// `mode` tag; `None` when the config is not valid) and what it produced. No mode runs when
+/// the config is not valid or an item is not a KRM resource.
+fn run_mode(
+    prepared: modes::Prepared,
+    list: &krm::io::ResourceList,
+) -> (Option<&'static str>, modes::Ran) {
     let fc = list.function_config.as_ref();
     let modes::Prepared {
         config, observer, ..
     } = prepared;
-    let (
-        mode,
-        modes::Ran {
-            outcome,
-            stderr: notes,
-        },
-    ) = match config {
+    match config {
         // kpt refuses items that are not KRM resources before it runs a function; so does
         // cutover (no mode runs), with one error result per item, the items echoed.
         Ok(cfg) if !list.not_krm.is_empty() => (
@@ -142,84 +226,85 @@ fn process_inner(
             }
             .into(),
         ),
-    };
-    let mut results = outcome.results;
-    crate::config::configmap::user_field_paths(&mut results, fc);
-    let mut items = std::mem::take(&mut list.items);
-    let mut origins: Vec<Option<usize>> = (0..items.len()).map(Some).collect();
-    // The input item each output item is or replaces, for the spellings of its scalars.
-    let mut from: Vec<Option<usize>> = origins.clone();
-    // The spellings of released items parsed again for an edit, by input index.
-    let mut restored: HashMap<usize, Vec<krm::yaml::spelling::Spelling>> = HashMap::new();
-    // Replaced and removed input items, and edits not applied: freed after the output is written.
-    let mut dropped = Vec::new();
-    let mut unapplied = Vec::new();
-    // Patches of released items, applied to their text while writing, by input index.
-    let mut text_patches: HashMap<usize, Vec<krm::PatchOp>> = HashMap::new();
-    if !results.iter().any(KrmResult::is_error) {
-        let applied = edits_on_released(
-            text,
-            &list.item_spans,
-            &mut list.released,
-            &mut items,
-            outcome.edits,
-            &mut text_patches,
-            &mut restored,
-        )
-        .and_then(|edits| {
-            apply::apply_into(&mut items, edits, &list.released, &mut dropped, &mut from)
-        });
-        match applied {
-            Ok(o) => origins = o,
-            // `apply` checks everything before it touches the items: they are still the input.
-            Err(e) => {
-                text_patches.clear();
-                from = (0..items.len()).map(Some).collect();
-                results.push(e.tag("check", ENGINE_CHECK));
-            }
-        }
-    } else {
-        unapplied = outcome.edits;
     }
-    // Unchanged items are copied from the input text where the parse proved their span (see
-    // krm::read), released items patched as text while they are written.
-    let sources: Vec<Option<krm::io::Source>> = origins
-        .iter()
-        .map(|o| {
-            let i = (*o)?;
-            let item_text = &text[list.span(i)?];
-            Some(match (text_patches.get(&i), list.released.layout(i)) {
-                (Some(ops), Some(layout)) => krm::io::Source::Patch(item_text, layout, ops),
-                (None, _) => krm::io::Source::Copy(item_text),
-                // `edits_on_released` plans a text patch only where the item has a layout.
-                (Some(_), None) => unreachable!("text patch of item {i} without a layout"),
-            })
-        })
-        .collect();
-    // Items written from their tree: the input item each is or replaces.
-    let emitted: Vec<Option<usize>> = from
-        .iter()
-        .zip(&sources)
-        .map(|(from, source)| (*from).filter(|_| source.is_none()))
-        .collect();
-    let item_spellings = krm::io::ItemSpellings::new(
+}
+
+/// The items after the mode's edits, and what the output needs to know of each.
+struct Applied {
+    /// For each output item, the input item it is unchanged from (its text may be copied).
+    origins: Vec<Option<usize>>,
+    /// For each output item, the input item it is or replaces, for the spellings of its scalars.
+    from: Vec<Option<usize>>,
+    /// The spellings of released items parsed again for an edit, by input index.
+    restored: HashMap<usize, Vec<krm::yaml::spelling::Spelling>>,
+    /// Patches of released items, applied to their text while writing, by input index.
+    text_patches: HashMap<usize, Vec<krm::PatchOp>>,
+    /// Replaced and removed input items: freed after the output is written.
+    dropped: Vec<serde_yaml::Value>,
+    /// Edits not applied (the run has an error result): freed after the output is written.
+    unapplied: Vec<krm::Edit>,
+}
+
+/// Applies the mode's edits to `items`, unless a result is an error (then nothing changes and
+/// the items are the input). An edit that cannot be applied adds an error result and leaves
+/// the items as they were: `apply` checks everything before it touches them.
+fn apply_edits(
+    text: &str,
+    list: &mut krm::io::ResourceList,
+    items: &mut Vec<serde_yaml::Value>,
+    edits: Vec<krm::Edit>,
+    results: &mut Vec<KrmResult>,
+) -> Applied {
+    let identity: Vec<Option<usize>> = (0..items.len()).map(Some).collect();
+    let mut applied = Applied {
+        origins: identity.clone(),
+        from: identity,
+        restored: HashMap::new(),
+        text_patches: HashMap::new(),
+        dropped: Vec::new(),
+        unapplied: Vec::new(),
+    };
+    if results.iter().any(KrmResult::is_error) {
+        applied.unapplied = edits;
+        return applied;
+    }
+    let outcome = edits_on_released(
         text,
-        &list,
-        emitted.iter().flatten().copied(),
-        std::mem::take(&mut restored),
-    );
-    let spelled: Vec<Option<krm::io::Spelled>> = emitted
-        .iter()
-        .map(|index| {
-            let index = (*index)?;
-            Some(krm::io::Spelled {
-                spellings: item_spellings.get(text, &list, index),
-                index,
-            })
-        })
-        .collect();
-    fill_missing_files(&mut results, &items, text, &list);
-    for r in &mut results {
+        &list.item_spans,
+        &mut list.released,
+        items,
+        edits,
+        &mut applied.text_patches,
+        &mut applied.restored,
+    )
+    .and_then(|edits| {
+        apply::apply_into(
+            items,
+            edits,
+            &list.released,
+            &mut applied.dropped,
+            &mut applied.from,
+        )
+    });
+    match outcome {
+        Ok(origins) => applied.origins = origins,
+        Err(e) => {
+            applied.text_patches.clear();
+            applied.from = (0..items.len()).map(Some).collect();
+            results.push(e.tag("check", ENGINE_CHECK));
+        }
+    }
+    applied
+}
+
+/// Bounds what every result repeats from the input and tags it with the mode; returns whether
+/// the run failed and its stderr: the findings, then the mode's notes.
+fn finish_results(
+    results: &mut [KrmResult],
+    mode: Option<&'static str>,
+    notes: Vec<String>,
+) -> (bool, String) {
+    for r in results.iter_mut() {
         // What a result repeats from the input is shown shortened (krm::result::bound).
         r.bound();
         if let Some(mode) = mode {
@@ -227,45 +312,13 @@ fn process_inner(
         }
     }
     let failed = results.iter().any(KrmResult::is_error);
-    let mut stderr = findings_for_stderr(&results);
+    let mut stderr = findings_for_stderr(results);
     for mut line in notes {
         krm::result::shorten_middle(&mut line, krm::SHOWN_MESSAGE_BYTES);
         stderr.push_str(&line);
         stderr.push('\n');
     }
-    let written = krm::io::write_to(
-        sink,
-        &items,
-        &sources,
-        &spelled,
-        fc,
-        &list.results,
-        &results,
-    );
-    drop(sources);
-    drop(spelled);
-    drop(item_spellings);
-    free_in_background((
-        list,
-        items,
-        results,
-        dropped,
-        unapplied,
-        text_patches,
-        restored,
-    ));
-    match written {
-        Ok(()) => Ok(Report {
-            stderr,
-            exit_code: i32::from(failed),
-        }),
-        // Serialization is done before anything is written: the sink has nothing.
-        Err(krm::io::WriteError::Serialize(e)) => Ok(Report {
-            stderr: format!("{stderr}cutover: cannot serialize output: {e}\n"),
-            exit_code: 1,
-        }),
-        Err(krm::io::WriteError::Io(e)) => Err(e),
-    }
+    (failed, stderr)
 }
 
 /// The lines for stderr of a run's results (orchestrators such as `kubectl kustomize` show no
