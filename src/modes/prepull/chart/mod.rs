@@ -98,33 +98,7 @@ pub fn plan(
         unit::depends_on(&items[g]).check("depends-on")?;
     }
     let mut out = Outcome::default();
-    out.push(
-        KrmResult::info(format!(
-            "MetalLB is installed by {} ({}); upstream values at {}",
-            describe(&items[install.index]),
-            install.form.tag(),
-            if install.values_path.is_empty() {
-                "(none)".to_string()
-            } else {
-                install.values_field()
-            }
-        ))
-        .about(&items[install.index])
-        .tag("check", "install")
-        .tag("install", install.form.tag()),
-    );
-    if install.values_from {
-        out.push(
-            KrmResult::warning(format!(
-                "{} merges spec.valuesFrom, which this function does not read: image overrides and frrk8s/speaker.frr \
-                 settings there are not seen; put them in spec.values or set spec.images",
-                describe(&items[install.index])
-            ))
-            .about(&items[install.index])
-            .field("spec.valuesFrom")
-            .tag("check", "values"),
-        );
-    }
+    out.results.extend(install_results(items, &install));
     let gate = evaluate(spec, items, inputs, &install, gated, fc);
     for (check, c) in &gate.conditions {
         let r = KrmResult::info(format!(
@@ -176,32 +150,9 @@ pub fn plan(
         unit::settings(&payload, items, inputs, gated.map(|g| &items[g])).check("unit")?;
     let rendered = render::render(spec, &images, &settings);
     let mut objects = rendered.objects.clone();
-    match (&spec.bgp_session_check, gated) {
-        (Some(check), Some(g)) => {
-            let sessions = render::sessions_unit(spec, check, &settings, items[g].name());
-            out.push(
-                KrmResult::info(format!(
-                    "bgpSessionCheck: Flux Kustomization metallb-bgp-sessions waits for {} and health-checks Job {},                      which fails unless every frr-k8s BGPSessionState in {} reports Established within {} (Flux                      timeout {}); payload in {}/bgp-sessions/",
-                    items[g].name(),
-                    sessions.job_name,
-                    spec.namespace,
-                    check.timeout.as_str(),
-                    sessions.flux_timeout,
-                    payload.dir
-                ))
-                .tag("check", "bgp-sessions"),
-            );
-            objects.extend(sessions.objects);
-        }
-        (Some(_), None) => out.push(
-            KrmResult::warning(format!(
-                "bgpSessionCheck skipped: it runs after Kustomization {}, which is not among the items",
-                spec.kustomization
-            ))
-            .tag("check", "bgp-sessions"),
-        ),
-        (None, _) => {}
-    }
+    objects.extend(bgp_sessions(
+        spec, items, gated, &settings, &payload, &mut out,
+    ));
     let changed = reconcile::apply_unit(items, inputs, objects, &mut out);
     match gated {
         Some(index) => reconcile::add_depends_on(index, &items[index], &mut out),
@@ -216,12 +167,103 @@ pub fn plan(
             .tag("check", "depends-on"),
         ),
     }
+    out.push(summary(
+        spec, &images, target, &rendered, &payload, &settings, changed,
+    ));
+    Ok(Some(out))
+}
+
+/// What the function found of the installation: where MetalLB comes from and where its values
+/// are, and a warning when they are merged from `spec.valuesFrom` (not read).
+fn install_results(items: &[Value], install: &Installation) -> Vec<KrmResult> {
+    let mut results = vec![
+        KrmResult::info(format!(
+            "MetalLB is installed by {} ({}); upstream values at {}",
+            describe(&items[install.index]),
+            install.form.tag(),
+            if install.values_path.is_empty() {
+                "(none)".to_string()
+            } else {
+                install.values_field()
+            }
+        ))
+        .about(&items[install.index])
+        .tag("check", "install")
+        .tag("install", install.form.tag()),
+    ];
+    if install.values_from {
+        results.push(
+            KrmResult::warning(format!(
+                "{} merges spec.valuesFrom, which this function does not read: image overrides and frrk8s/speaker.frr \
+                 settings there are not seen; put them in spec.values or set spec.images",
+                describe(&items[install.index])
+            ))
+            .about(&items[install.index])
+            .field("spec.valuesFrom")
+            .tag("check", "values"),
+        );
+    }
+    results
+}
+
+/// `bgpSessionCheck`: the objects of the unit that checks the BGP sessions after the gated
+/// Kustomization (none when it is not among the items, with a warning).
+fn bgp_sessions(
+    spec: &MetalLBImagePrepullSpec,
+    items: &[Value],
+    gated: Option<usize>,
+    settings: &render::UnitSettings,
+    payload: &source::Payload,
+    out: &mut Outcome,
+) -> Vec<Value> {
+    match (&spec.bgp_session_check, gated) {
+        (Some(check), Some(g)) => {
+            let sessions = render::sessions_unit(spec, check, settings, items[g].name());
+            out.push(
+                KrmResult::info(format!(
+                    "bgpSessionCheck: Flux Kustomization metallb-bgp-sessions waits for {} and health-checks Job {}, \
+                     which fails unless every frr-k8s BGPSessionState in {} reports Established within {} (Flux \
+                     timeout {}); payload in {}/bgp-sessions/",
+                    items[g].name(),
+                    sessions.job_name,
+                    spec.namespace,
+                    check.timeout.as_str(),
+                    sessions.flux_timeout,
+                    payload.dir
+                ))
+                .tag("check", "bgp-sessions"),
+            );
+            sessions.objects
+        }
+        (Some(_), None) => {
+            out.push(
+                KrmResult::warning(format!(
+                    "bgpSessionCheck skipped: it runs after Kustomization {}, which is not among the items",
+                    spec.kustomization
+                ))
+                .tag("check", "bgp-sessions"),
+            );
+            Vec::new()
+        }
+        (None, _) => Vec::new(),
+    }
+}
+
+/// The closing result of an open gate on the chart path.
+fn summary(
+    spec: &MetalLBImagePrepullSpec,
+    images: &[images::PrepullImage],
+    target: &Known,
+    rendered: &render::Rendered,
+    payload: &source::Payload,
+    settings: &render::UnitSettings,
+    changed: bool,
+) -> KrmResult {
     let on_timeout = match spec.on_timeout {
         OnTimeout::Proceed => "then proceeds and logs the nodes not covered",
         OnTimeout::Fail => "then fails, keeping metallb blocked",
     };
-    out.push(
-        KrmResult::info(format!(
+    KrmResult::info(format!(
             "gate open: {UNIT} pre-pulls {} image(s) on every node in namespace {} before MetalLB chart {} is applied; \
              waiter Job {} waits up to {} ({on_timeout}); Flux health-checks it with timeout {}; payload in {}/ must be \
              published at {} of {} {}; {}",
@@ -241,9 +283,7 @@ pub fn plan(
                 "unit already up to date"
             }
         ))
-        .tag("check", "summary"),
-    );
-    Ok(Some(out))
+        .tag("check", "summary")
 }
 
 /// The Flux Kustomization named `spec.kustomization`: at most one.
