@@ -152,6 +152,20 @@ pub fn prove(
     proof.finish()
 }
 
+/// What the checks of one Service found.
+struct Verdict {
+    /// Why its IP or its announcing nodes may change; empty when they do not.
+    errors: Vec<String>,
+    /// The Cilium pool its IPs come from.
+    after_pool: Option<String>,
+    /// The pools MetalLB may allocate from (for a Service without an IP yet).
+    candidate_pools: Vec<String>,
+    /// MetalLB's announcements of it.
+    before_ann: BTreeSet<Announcement>,
+    /// Cilium's announcements of it.
+    after_ann: BTreeSet<Announcement>,
+}
+
 impl<'a> Proof<'a> {
     /// Reads the MetalLB advertisements and the emitted Cilium pools and policies.
     pub fn new(
@@ -282,18 +296,10 @@ impl<'a> Proof<'a> {
     /// Checks one Service; `after_labels` are its labels as rewritten (read from its patch).
     pub fn check(&mut self, plan: &ServicePlan, after_labels: Labels) {
         self.checked += 1;
-        let inv = self.inv;
-        let svc = &inv.services[plan.service];
+        let svc = &self.inv.services[plan.service];
         let mut labels = after_labels;
         labels.insert(SVC_NAMESPACE_LABEL.into(), svc.namespace().to_owned());
         labels.insert(SVC_NAME_LABEL.into(), svc.name().to_owned());
-        let selecting: Vec<&CiliumPool> = self
-            .pool_index
-            .candidates(&labels)
-            .into_iter()
-            .map(|i| &self.cilium_pools[i])
-            .filter(|(_, _, sel)| sel.as_ref().is_none_or(|s| s.matches(&labels)))
-            .collect();
         let mut errors = Vec::new();
         if let Some(rule) = plan.split {
             errors.push(format!(
@@ -301,8 +307,35 @@ impl<'a> Proof<'a> {
                  another IP or none"
             ));
         }
-        // 1. Addresses: every IP must be allocatable from a pool that selects the Service, and
-        //    that pool must be the one MetalLB uses.
+        let selecting: Vec<&CiliumPool> = self
+            .pool_index
+            .candidates(&labels)
+            .into_iter()
+            .map(|i| &self.cilium_pools[i])
+            .filter(|(_, _, sel)| sel.as_ref().is_none_or(|s| s.matches(&labels)))
+            .collect();
+        let after_pool = self.check_addresses(plan, &selecting, &mut errors);
+        let candidate_pools = self.candidate_pools(plan, svc, &selecting, &mut errors);
+        let (before_ann, after_ann) =
+            self.check_announcements(svc, &labels, &candidate_pools, &mut errors);
+        let verdict = Verdict {
+            errors,
+            after_pool,
+            candidate_pools,
+            before_ann,
+            after_ann,
+        };
+        self.report(plan, svc, verdict);
+    }
+
+    /// 1. Addresses: every IP must be allocatable from a pool that selects the Service, and
+    ///    that pool must be the one MetalLB uses. Returns the Cilium pool the IPs come from.
+    fn check_addresses(
+        &self,
+        plan: &ServicePlan,
+        selecting: &[&CiliumPool],
+        errors: &mut Vec<String>,
+    ) -> Option<String> {
         let mut after_pool: Option<String> = None;
         for ip_text in &plan.ips {
             // The plan parsed every IP (services::service_ips): one it could not read has its
@@ -345,8 +378,20 @@ impl<'a> Proof<'a> {
                 }
             }
         }
-        // 2. Services without an IP yet: the set of candidate pools must be the same.
-        let candidate_pools: Vec<String> = if plan.ips.is_empty() {
+        after_pool
+    }
+
+    /// 2. Services without an IP yet: the set of candidate pools must be the same. Returns the
+    ///    pools MetalLB may allocate from (the requested pool of a Service that has IPs).
+    fn candidate_pools(
+        &self,
+        plan: &ServicePlan,
+        svc: &LbService,
+        selecting: &[&CiliumPool],
+        errors: &mut Vec<String>,
+    ) -> Vec<String> {
+        let inv = self.inv;
+        if plan.ips.is_empty() {
             // An `address-pool` annotation restricts MetalLB to that one pool (when it admits
             // the Service); otherwise MetalLB picks among the auto-assign pools that admit it.
             let before: BTreeSet<String> = inv
@@ -374,17 +419,27 @@ impl<'a> Proof<'a> {
             before.into_iter().collect()
         } else {
             plan.pool.iter().cloned().collect()
-        };
-        // 3. Announcements: same node selectors and interfaces.
+        }
+    }
+
+    /// 3. Announcements: same node selectors and interfaces. Returns MetalLB's announcements
+    ///    of the Service and Cilium's.
+    fn check_announcements(
+        &mut self,
+        svc: &LbService,
+        labels: &Labels,
+        candidate_pools: &[String],
+        errors: &mut Vec<String>,
+    ) -> (BTreeSet<Announcement>, BTreeSet<Announcement>) {
         let selecting_policies: Vec<usize> = self
             .policy_index
-            .candidates(&labels)
+            .candidates(labels)
             .into_iter()
             .filter(|&i| {
                 self.policy_ann[i]
                     .0
                     .as_ref()
-                    .is_none_or(|s| s.matches(&labels))
+                    .is_none_or(|s| s.matches(labels))
             })
             .collect();
         let policy_ann = &self.policy_ann;
@@ -396,7 +451,7 @@ impl<'a> Proof<'a> {
             })
             .clone();
         let mut before_ann = BTreeSet::new();
-        for pool in &candidate_pools {
+        for pool in candidate_pools {
             let b = self.before_for(pool, svc);
             if before_ann.is_empty() {
                 before_ann = b;
@@ -415,6 +470,19 @@ impl<'a> Proof<'a> {
                 describe(&after_ann)
             ));
         }
+        (before_ann, after_ann)
+    }
+
+    /// Counts the Service's verdict and records its result: an error, a warning when nothing
+    /// announces it, or (for the first few) an info.
+    fn report(&mut self, plan: &ServicePlan, svc: &LbService, verdict: Verdict) {
+        let Verdict {
+            errors,
+            after_pool,
+            candidate_pools,
+            before_ann,
+            after_ann,
+        } = verdict;
         let ips = if plan.ips.is_empty() {
             "no IP yet".to_owned()
         } else {

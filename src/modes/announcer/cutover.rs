@@ -199,8 +199,31 @@ impl<'a> Cutover<'a> {
         let pools: Vec<cilium::IpPool> = tr.pools.iter().map(|g| g.object.clone()).collect();
         let policies: Vec<cilium::L2Policy> =
             tr.policies.iter().map(|g| g.object.clone()).collect();
-        let dir = self.output_dir();
         let mark = self.results.len();
+        self.emit_generated(&tr);
+        self.tag_step(mark, "generated-objects", Some(false));
+        let mut proof = coverage::Proof::new(self.inv, self.items, &pools, &policies);
+        proof.unseen(unseen);
+        let mark = self.results.len();
+        self.rewrite_services(plans, &mut proof);
+        self.tag_step(mark, "service-rewrite", Some(false));
+        self.results.extend(proof.finish());
+        let mark = self.results.len();
+        if self.phase == Phase::Cutover {
+            self.remove_metallb();
+            self.tag_step(mark, "removal", Some(false));
+        } else {
+            let next = self.next_step();
+            self.results.push(KrmResult::info(next));
+            self.tag_step(mark, "next-step", Some(true));
+        }
+        self.finish()
+    }
+
+    /// Emits the generated Cilium pools (every phase) and L2 announcement policies (phase
+    /// `cutover`) into the output directory.
+    fn emit_generated(&mut self, tr: &translate::Translated) {
+        let dir = self.output_dir();
         for (i, p) in tr.pools.iter().enumerate() {
             self.emit(
                 &p.object,
@@ -219,15 +242,14 @@ impl<'a> Cutover<'a> {
                 );
             }
         }
-        self.tag_step(mark, "generated-objects", Some(false));
-        // Services: each is rewritten, then checked by the coverage proof (always against the
-        // final state: all pools and policies, and the labels, which every phase writes the same
-        // way, read back from the Service's patch), and its plan dropped.
+    }
+
+    /// Services: each is rewritten, then checked by the coverage proof (always against the
+    /// final state: all pools and policies, and the labels, which every phase writes the same
+    /// way, read back from the Service's patch), and its plan dropped.
+    fn rewrite_services(&mut self, plans: Vec<services::ServicePlan>, proof: &mut coverage::Proof) {
         let pool_label = self.spec.pool_label.clone();
-        let mut proof = coverage::Proof::new(self.inv, self.items, &pools, &policies);
-        proof.unseen(unseen);
         let mut rewritten = 0usize;
-        let mark = self.results.len();
         for plan in plans {
             let svc = &self.inv.services[plan.service];
             let ops = services::patch(svc, &plan, self.phase, &pool_label);
@@ -256,18 +278,6 @@ impl<'a> Cutover<'a> {
                 coverage::MAX_SERVICE_LINES
             )));
         }
-        self.tag_step(mark, "service-rewrite", Some(false));
-        self.results.extend(proof.finish());
-        let mark = self.results.len();
-        if self.phase == Phase::Cutover {
-            self.remove_metallb();
-            self.tag_step(mark, "removal", Some(false));
-        } else {
-            let next = self.next_step();
-            self.results.push(KrmResult::info(next));
-            self.tag_step(mark, "next-step", Some(true));
-        }
-        self.finish()
     }
 
     /// What the operator does after applying phase prepare or stop-speaker. When the phase was

@@ -145,71 +145,17 @@ impl Reader {
     /// Reads one item; false for Services and for items the mode neither reads nor edits (the
     /// engine may release their trees).
     pub fn observe(&mut self, index: usize, item: &Value) -> bool {
-        let (inv, errors, paths) = (&mut self.inv, &mut self.errors, &mut self.paths);
-        let (store, detached) = (&mut self.store, &self.detached);
         if item.is(crate::config::GROUP, observed::KIND) {
-            if let Some(first) = &inv.observed {
-                errors.push(
-                    KrmResult::error(format!(
-                        "a second ObservedState item (the first is item {}): export the cluster once",
-                        first.index
-                    ))
-                    .about(item)
-                    .field("kind"),
-                );
-            } else {
-                inv.observed = Some(observed::Observed::read(index, item, errors));
-            }
+            self.read_observed(index, item);
             return true;
         }
         if is_local_config(item) {
             return true;
         }
-        let group = item.group();
+        let inv = &mut self.inv;
         let kind = item.kind();
-        match (group, kind) {
-            (METALLB_GROUP, "IPAddressPool") => {
-                let spec: IpAddressPoolSpec =
-                    match decode(item, item.get("spec").unwrap_or(&Value::Null), "spec") {
-                        Ok(s) => s,
-                        Err(e) => {
-                            errors.push(e);
-                            inv.rejected_pools.insert(item.name().to_owned());
-                            return true;
-                        }
-                    };
-                if item.name().len() > MAX_LABEL_VALUE {
-                    errors.push(
-                        KrmResult::error(format!(
-                            "pool name is longer than {MAX_LABEL_VALUE} characters, so it cannot be a \
-                             value of the pool label that Services request pools by"
-                        ))
-                        .about(item)
-                        .field("metadata.name"),
-                    );
-                    inv.rejected_pools.insert(item.name().to_owned());
-                    return true;
-                }
-                let mut addresses = Vec::new();
-                for (i, a) in spec.addresses.iter().enumerate() {
-                    match parse_metallb_address(a) {
-                        Ok(p) => addresses.push(p),
-                        Err(m) => errors.push(
-                            KrmResult::error(format!("invalid address: {m}"))
-                                .about(item)
-                                .field(format!("spec.addresses[{i}]"))
-                                .current(a.as_str()),
-                        ),
-                    }
-                }
-                inv.pools.push(Pool {
-                    index,
-                    name: item.name().to_owned(),
-                    labels: labels_of(item),
-                    spec,
-                    addresses,
-                });
-            }
+        match (item.group(), kind) {
+            (METALLB_GROUP, "IPAddressPool") => self.read_pool(index, item),
             (METALLB_GROUP, "L2Advertisement") => {
                 match decode(item, item.get("spec").unwrap_or(&Value::Null), "spec") {
                     Ok(spec) => inv.adverts.push(Advertisement {
@@ -217,35 +163,13 @@ impl Reader {
                         name: item.name().to_owned(),
                         spec,
                     }),
-                    Err(e) => errors.push(e),
+                    Err(e) => self.errors.push(e),
                 }
             }
             (METALLB_GROUP, k) if BGP_KINDS.contains(&k) => inv.bgp.push(index),
             (METALLB_GROUP, _) => inv.other_metallb.push(index),
             ("", "Service") => {
-                if str_at(item, &["spec", "type"]) != Some("LoadBalancer") {
-                    return false;
-                }
-                if let Some(ns) = str_at(item, &["metadata", "namespace"])
-                    && !is_namespace_name(ns)
-                {
-                    errors.push(
-                        KrmResult::error(format!(
-                            "not a namespace name: a namespace is {NAMESPACE_RULE}"
-                        ))
-                        .about(item)
-                        .field("metadata.namespace"),
-                    );
-                    return false;
-                }
-                match LbService::read(index, item, paths, store, detached) {
-                    Ok(svc) => inv.services.push(svc),
-                    Err(e) => errors.push(
-                        KrmResult::error(format!("cannot read Service: {e}"))
-                            .about(item)
-                            .field("spec"),
-                    ),
-                }
+                self.read_service(index, item);
                 return false;
             }
             ("", "Namespace") => {
@@ -257,91 +181,10 @@ impl Reader {
                 inv.cilium_objects
                     .insert((kind.to_owned(), item.name().to_owned()), index);
             }
-            ("helm.toolkit.fluxcd.io", "HelmRelease") => {
-                inv.value_carriers.push(index);
-                if let Some(facts) = install::read_release(index, item) {
-                    self.releases.push(facts);
-                }
-                if let Some(v) = str_at(
-                    item,
-                    &["spec", "values", "networking", "loadBalancerAnnouncer"],
-                ) {
-                    inv.switch.push((index, v.to_owned()));
-                }
-                if at(item, &["spec", "dependsOn"]).is_some() {
-                    inv.flux_dependents.push(index);
-                }
-            }
-            (install::COZYSTACK_GROUP, "Package") => {
-                inv.value_carriers.push(index);
-                if let Some(p) = install::read_package(item) {
-                    self.packages.insert(item.name().to_owned());
-                    if p.project == "metallb" {
-                        inv.install.push(Install {
-                            index,
-                            kind: InstallKind::Helm {
-                                values: p.values,
-                                carrier: Carrier::Package,
-                            },
-                        });
-                    } else {
-                        inv.cilium.push(CiliumRelease {
-                            index,
-                            values: p.values,
-                            carrier: Carrier::Package,
-                            chart: Chart {
-                                name: "cozy-cilium".into(),
-                                version: None,
-                                cozystack: true,
-                            },
-                            kubeovn: p.kubeovn,
-                        });
-                    }
-                }
-                if let Some(v) = str_at(
-                    item,
-                    &[
-                        "spec",
-                        "components",
-                        "platform",
-                        "values",
-                        "networking",
-                        "loadBalancerAnnouncer",
-                    ],
-                ) {
-                    inv.switch.push((index, v.to_owned()));
-                }
-            }
+            ("helm.toolkit.fluxcd.io", "HelmRelease") => self.read_helm_release(index, item),
+            (install::COZYSTACK_GROUP, "Package") => self.read_package(index, item),
             (install::FLUX_SOURCE_GROUP, _) => self.sources.observe(item),
-            ("helm.cattle.io", "HelmChart") => {
-                let chart = str_at(item, &["spec", "chart"]).unwrap_or("");
-                let base = chart.rsplit('/').next().unwrap_or(chart);
-                let values = HelmValues {
-                    at: ValuesAt::Text,
-                    prefix: Vec::new(),
-                };
-                if base == "metallb" || base == "rke2-metallb" {
-                    inv.install.push(Install {
-                        index,
-                        kind: InstallKind::Helm {
-                            values,
-                            carrier: Carrier::HelmChart,
-                        },
-                    });
-                } else if base == "cilium" || base == "rke2-cilium" {
-                    inv.cilium.push(CiliumRelease {
-                        index,
-                        values,
-                        carrier: Carrier::HelmChart,
-                        chart: Chart {
-                            name: base.to_owned(),
-                            version: str_at(item, &["spec", "version"]).map(str::to_owned),
-                            cozystack: false,
-                        },
-                        kubeovn: false,
-                    });
-                }
-            }
+            ("helm.cattle.io", "HelmChart") => self.read_helm_chart(index, item),
             ("kustomize.toolkit.fluxcd.io", "Kustomization") => {
                 let path = str_at(item, &["spec", "path"]).unwrap_or("");
                 if item.name().contains("metallb") || path.contains("metallb") {
@@ -366,26 +209,219 @@ impl Reader {
                     kind: InstallKind::Manifest { speaker: false },
                 });
             }
-            _ => {
-                let labels = labels_of(item);
-                if metallb_app(&labels) {
-                    let component = labels
-                        .get("app.kubernetes.io/component")
-                        .or_else(|| labels.get("component"));
-                    let speaker = kind == "DaemonSet"
-                        && (component.map(String::as_str) == Some("speaker")
-                            || item.name().ends_with("speaker"));
-                    inv.install.push(Install {
-                        index,
-                        kind: InstallKind::Manifest { speaker },
-                    });
-                } else {
-                    // Nothing the mode reads or edits (a Deployment, a Secret, another chart's
-                    // CRD…): the bulk of a platform repository. Its text is copied as read.
-                    return false;
+            _ => return self.read_other(index, item),
+        }
+        true
+    }
+
+    /// The `ObservedState` item: one only.
+    fn read_observed(&mut self, index: usize, item: &Value) {
+        if let Some(first) = &self.inv.observed {
+            self.errors.push(
+                KrmResult::error(format!(
+                    "a second ObservedState item (the first is item {}): export the cluster once",
+                    first.index
+                ))
+                .about(item)
+                .field("kind"),
+            );
+        } else {
+            self.inv.observed = Some(observed::Observed::read(index, item, &mut self.errors));
+        }
+    }
+
+    /// A MetalLB `IPAddressPool`; a pool that cannot be read is rejected by name, so the
+    /// Services that request it are not planned against a guess.
+    fn read_pool(&mut self, index: usize, item: &Value) {
+        let (inv, errors) = (&mut self.inv, &mut self.errors);
+        let spec: IpAddressPoolSpec =
+            match decode(item, item.get("spec").unwrap_or(&Value::Null), "spec") {
+                Ok(s) => s,
+                Err(e) => {
+                    errors.push(e);
+                    inv.rejected_pools.insert(item.name().to_owned());
+                    return;
                 }
+            };
+        if item.name().len() > MAX_LABEL_VALUE {
+            errors.push(
+                KrmResult::error(format!(
+                    "pool name is longer than {MAX_LABEL_VALUE} characters, so it cannot be a \
+                     value of the pool label that Services request pools by"
+                ))
+                .about(item)
+                .field("metadata.name"),
+            );
+            inv.rejected_pools.insert(item.name().to_owned());
+            return;
+        }
+        let mut addresses = Vec::new();
+        for (i, a) in spec.addresses.iter().enumerate() {
+            match parse_metallb_address(a) {
+                Ok(p) => addresses.push(p),
+                Err(m) => errors.push(
+                    KrmResult::error(format!("invalid address: {m}"))
+                        .about(item)
+                        .field(format!("spec.addresses[{i}]"))
+                        .current(a.as_str()),
+                ),
             }
         }
+        inv.pools.push(Pool {
+            index,
+            name: item.name().to_owned(),
+            labels: labels_of(item),
+            spec,
+            addresses,
+        });
+    }
+
+    /// A Service: read into the inventory when it is of type LoadBalancer (its tree is released
+    /// either way).
+    fn read_service(&mut self, index: usize, item: &Value) {
+        if str_at(item, &["spec", "type"]) != Some("LoadBalancer") {
+            return;
+        }
+        if let Some(ns) = str_at(item, &["metadata", "namespace"])
+            && !is_namespace_name(ns)
+        {
+            self.errors.push(
+                KrmResult::error(format!(
+                    "not a namespace name: a namespace is {NAMESPACE_RULE}"
+                ))
+                .about(item)
+                .field("metadata.namespace"),
+            );
+            return;
+        }
+        match LbService::read(
+            index,
+            item,
+            &mut self.paths,
+            &mut self.store,
+            &self.detached,
+        ) {
+            Ok(svc) => self.inv.services.push(svc),
+            Err(e) => self.errors.push(
+                KrmResult::error(format!("cannot read Service: {e}"))
+                    .about(item)
+                    .field("spec"),
+            ),
+        }
+    }
+
+    /// A Flux HelmRelease: carries values, may install MetalLB or Cilium (classified in
+    /// [`Reader::finish`]), may hold the announcer switch.
+    fn read_helm_release(&mut self, index: usize, item: &Value) {
+        let inv = &mut self.inv;
+        inv.value_carriers.push(index);
+        if let Some(facts) = install::read_release(index, item) {
+            self.releases.push(facts);
+        }
+        if let Some(v) = str_at(
+            item,
+            &["spec", "values", "networking", "loadBalancerAnnouncer"],
+        ) {
+            inv.switch.push((index, v.to_owned()));
+        }
+        if at(item, &["spec", "dependsOn"]).is_some() {
+            inv.flux_dependents.push(index);
+        }
+    }
+
+    /// A cozystack Package: installs MetalLB or Cilium, may hold the announcer switch.
+    fn read_package(&mut self, index: usize, item: &Value) {
+        let inv = &mut self.inv;
+        inv.value_carriers.push(index);
+        if let Some(p) = install::read_package(item) {
+            self.packages.insert(item.name().to_owned());
+            if p.project == "metallb" {
+                inv.install.push(Install {
+                    index,
+                    kind: InstallKind::Helm {
+                        values: p.values,
+                        carrier: Carrier::Package,
+                    },
+                });
+            } else {
+                inv.cilium.push(CiliumRelease {
+                    index,
+                    values: p.values,
+                    carrier: Carrier::Package,
+                    chart: Chart {
+                        name: "cozy-cilium".into(),
+                        version: None,
+                        cozystack: true,
+                    },
+                    kubeovn: p.kubeovn,
+                });
+            }
+        }
+        if let Some(v) = str_at(
+            item,
+            &[
+                "spec",
+                "components",
+                "platform",
+                "values",
+                "networking",
+                "loadBalancerAnnouncer",
+            ],
+        ) {
+            inv.switch.push((index, v.to_owned()));
+        }
+    }
+
+    /// A k3s/RKE2 `HelmChart` of MetalLB or Cilium.
+    fn read_helm_chart(&mut self, index: usize, item: &Value) {
+        let chart = str_at(item, &["spec", "chart"]).unwrap_or("");
+        let base = chart.rsplit('/').next().unwrap_or(chart);
+        let values = HelmValues {
+            at: ValuesAt::Text,
+            prefix: Vec::new(),
+        };
+        if base == "metallb" || base == "rke2-metallb" {
+            self.inv.install.push(Install {
+                index,
+                kind: InstallKind::Helm {
+                    values,
+                    carrier: Carrier::HelmChart,
+                },
+            });
+        } else if base == "cilium" || base == "rke2-cilium" {
+            self.inv.cilium.push(CiliumRelease {
+                index,
+                values,
+                carrier: Carrier::HelmChart,
+                chart: Chart {
+                    name: base.to_owned(),
+                    version: str_at(item, &["spec", "version"]).map(str::to_owned),
+                    cozystack: false,
+                },
+                kubeovn: false,
+            });
+        }
+    }
+
+    /// Any other kind: part of a MetalLB installation by its labels (kept), or nothing the mode
+    /// reads or edits (false).
+    fn read_other(&mut self, index: usize, item: &Value) -> bool {
+        let labels = labels_of(item);
+        if !metallb_app(&labels) {
+            // Nothing the mode reads or edits (a Deployment, a Secret, another chart's
+            // CRD…): the bulk of a platform repository. Its text is copied as read.
+            return false;
+        }
+        let component = labels
+            .get("app.kubernetes.io/component")
+            .or_else(|| labels.get("component"));
+        let speaker = item.kind() == "DaemonSet"
+            && (component.map(String::as_str) == Some("speaker")
+                || item.name().ends_with("speaker"));
+        self.inv.install.push(Install {
+            index,
+            kind: InstallKind::Manifest { speaker },
+        });
         true
     }
 }
