@@ -93,153 +93,223 @@ pub struct Wiring {
 
 /// Checks the entries (`raw` as written, `refs` typed) of one HelmRelease in `context`.
 pub fn check(raw: &[Value], refs: &[ValuesReference], names: &Names, context: Context) -> Wiring {
-    let mut findings = Vec::new();
-    // Slots of the desired list: an input entry kept as written, or a canonical new entry.
-    let mut slots: Vec<(Option<usize>, ValuesReference)> = Vec::new();
-    let (mut have_a, mut have_b) = (false, false);
-    let canonical_a = ValuesReference::config_map(&names.os_images_info);
-    let canonical_b = ValuesReference::config_map(&names.served);
+    let mut list = DesiredList::new(raw, refs, names);
     for (i, r) in refs.iter().enumerate() {
-        let field = format!("spec.valuesFrom[{i}]");
         match names.role(r) {
-            Role::Other => slots.push((Some(i), r.clone())),
-            role @ (Role::OsImagesInfo | Role::Served) => {
-                let (have, canonical, what) = if role == Role::OsImagesInfo {
-                    (&mut have_a, &canonical_a, "(A) os-images-info")
-                } else {
-                    (&mut have_b, &canonical_b, "(B) served-images")
-                };
-                if *have {
-                    findings.push(
-                        Finding::fixable_error(
-                            "duplicate",
-                            format!(
-                                "{what} ConfigMap {} is referenced twice; only the first is kept",
-                                r.name
-                            ),
-                            field,
-                            raw[i].clone(),
-                            Value::Null,
-                        )
-                        .warning(),
-                    );
-                    continue;
-                }
-                *have = true;
-                if r.merges_document() {
-                    slots.push((Some(i), r.clone()));
-                } else {
-                    findings.push(Finding::fixable_error(
-                        if role == Role::OsImagesInfo { "os-images-info" } else { "served-images" },
-                        format!(
-                            "{what} entry reads key {:?}{}: the chart needs the whole `values.yaml` document merged at the root",
-                            r.key(),
-                            r.target_path.as_ref().map(|p| format!(" into {p}")).unwrap_or_default()
-                        ),
-                        field,
-                        raw[i].clone(),
-                        canonical.to_value(),
-                    ));
-                    slots.push((None, canonical.clone()));
-                }
-            }
-            Role::WrongServed => {
-                let message = match context {
-                    Context::Workload => format!(
-                        "a workload cluster reads (B) from the management cluster's os-image-server output {} directly: Flux looks it up in the HelmRelease's own namespace, where only the Kyverno clone {} exists",
-                        r.name, names.served
-                    ),
-                    Context::Management => format!(
-                        "the management cluster reads (B) from {}, a Kyverno clone that exists only in workload-cluster namespaces; its (B) is the os-image-server output {}",
-                        r.name, names.served
-                    ),
-                };
-                findings.push(Finding::fixable_error(
-                    "served-images",
-                    message,
-                    field,
-                    raw[i].clone(),
-                    if have_b {
-                        Value::Null
-                    } else {
-                        canonical_b.to_value()
-                    },
-                ));
-                if !have_b {
-                    have_b = true;
-                    slots.push((None, canonical_b.clone()));
-                }
-            }
-            Role::Legacy => {
-                // Replaced in place by (A) then (B), unless the list has them elsewhere; with
-                // (A) further down, a missing (B) goes after it (below).
-                let mut replacement = Vec::new();
-                let a_elsewhere = refs.iter().any(|r| names.role(r) == Role::OsImagesInfo);
-                if !have_a && !a_elsewhere {
-                    replacement.push(canonical_a.clone());
-                    have_a = true;
-                }
-                let b_elsewhere = refs.iter().any(|r| names.role(r) == Role::Served);
-                if !have_b && !b_elsewhere && !a_elsewhere {
-                    replacement.push(canonical_b.clone());
-                    have_b = true;
-                }
-                findings.push(Finding::fixable_error(
-                    "os-images-info",
-                    format!(
-                        "{} carries the management cluster's os_images (the wiring from before os-images-info and the os-image-server output were decoupled): \
-                         the images of this cluster must come from its own {} (A), and only the list of served images from {} (B)",
-                        r.name, names.os_images_info, names.served
-                    ),
-                    field,
-                    raw[i].clone(),
-                    Value::Sequence(replacement.iter().map(ValuesReference::to_value).collect()),
-                ));
-                slots.extend(replacement.into_iter().map(|r| (None, r)));
-            }
+            Role::Other => list.slots.push((Some(i), r.clone())),
+            role @ (Role::OsImagesInfo | Role::Served) => list.chart_entry(i, r, role),
+            Role::WrongServed => list.wrong_served(i, r, context),
+            Role::Legacy => list.legacy(i, r),
         }
     }
-    if !have_a {
-        let at = slots
+    list.add_missing();
+    let (a, b) = list.order();
+    let adds_served = !refs.iter().any(|r| names.role(r) == Role::Served);
+    let desired = list
+        .slots
+        .iter()
+        .map(|(i, r)| match i {
+            Some(i) => raw[*i].clone(),
+            None => r.to_value(),
+        })
+        .collect();
+    Wiring {
+        findings: list.findings,
+        desired,
+        desired_refs: list.slots.into_iter().map(|(_, r)| r).collect(),
+        positions: (a, b),
+        adds_served,
+    }
+}
+
+/// The desired `spec.valuesFrom` of one HelmRelease, built entry by entry from the input's.
+struct DesiredList<'a> {
+    raw: &'a [Value],
+    refs: &'a [ValuesReference],
+    names: &'a Names,
+    findings: Vec<Finding>,
+    /// An input entry kept as written, or a canonical new entry.
+    slots: Vec<(Option<usize>, ValuesReference)>,
+    /// (A) and (B) are in `slots`.
+    have_a: bool,
+    have_b: bool,
+    canonical_a: ValuesReference,
+    canonical_b: ValuesReference,
+}
+
+impl<'a> DesiredList<'a> {
+    fn new(raw: &'a [Value], refs: &'a [ValuesReference], names: &'a Names) -> Self {
+        DesiredList {
+            raw,
+            refs,
+            names,
+            findings: Vec::new(),
+            slots: Vec::new(),
+            have_a: false,
+            have_b: false,
+            canonical_a: ValuesReference::config_map(&names.os_images_info),
+            canonical_b: ValuesReference::config_map(&names.served),
+        }
+    }
+
+    /// Entry `i` names (A) or (B): kept the first time if it merges the whole document,
+    /// replaced by the canonical entry if it does not, dropped when it comes twice.
+    fn chart_entry(&mut self, i: usize, r: &ValuesReference, role: Role) {
+        let field = format!("spec.valuesFrom[{i}]");
+        let (have, canonical, what) = if role == Role::OsImagesInfo {
+            (&mut self.have_a, &self.canonical_a, "(A) os-images-info")
+        } else {
+            (&mut self.have_b, &self.canonical_b, "(B) served-images")
+        };
+        if *have {
+            self.findings.push(
+                Finding::fixable_error(
+                    "duplicate",
+                    format!(
+                        "{what} ConfigMap {} is referenced twice; only the first is kept",
+                        r.name
+                    ),
+                    field,
+                    self.raw[i].clone(),
+                    Value::Null,
+                )
+                .warning(),
+            );
+            return;
+        }
+        *have = true;
+        if r.merges_document() {
+            self.slots.push((Some(i), r.clone()));
+            return;
+        }
+        self.findings.push(Finding::fixable_error(
+            if role == Role::OsImagesInfo { "os-images-info" } else { "served-images" },
+            format!(
+                "{what} entry reads key {:?}{}: the chart needs the whole `values.yaml` document merged at the root",
+                r.key(),
+                r.target_path.as_ref().map(|p| format!(" into {p}")).unwrap_or_default()
+            ),
+            field,
+            self.raw[i].clone(),
+            canonical.to_value(),
+        ));
+        self.slots.push((None, canonical.clone()));
+    }
+
+    /// Entry `i` reads (B) from the other cluster's ConfigMap: replaced by this cluster's.
+    fn wrong_served(&mut self, i: usize, r: &ValuesReference, context: Context) {
+        let names = self.names;
+        let message = match context {
+            Context::Workload => format!(
+                "a workload cluster reads (B) from the management cluster's os-image-server output {} directly: Flux looks it up in the HelmRelease's own namespace, where only the Kyverno clone {} exists",
+                r.name, names.served
+            ),
+            Context::Management => format!(
+                "the management cluster reads (B) from {}, a Kyverno clone that exists only in workload-cluster namespaces; its (B) is the os-image-server output {}",
+                r.name, names.served
+            ),
+        };
+        self.findings.push(Finding::fixable_error(
+            "served-images",
+            message,
+            format!("spec.valuesFrom[{i}]"),
+            self.raw[i].clone(),
+            if self.have_b {
+                Value::Null
+            } else {
+                self.canonical_b.to_value()
+            },
+        ));
+        if !self.have_b {
+            self.have_b = true;
+            self.slots.push((None, self.canonical_b.clone()));
+        }
+    }
+
+    /// Entry `i` is the legacy os_images ConfigMap: replaced in place by (A) then (B), unless
+    /// the list has them elsewhere; with (A) further down, a missing (B) goes after it
+    /// ([`DesiredList::add_missing`]).
+    fn legacy(&mut self, i: usize, r: &ValuesReference) {
+        let names = self.names;
+        let mut replacement = Vec::new();
+        let a_elsewhere = self
+            .refs
             .iter()
-            .position(|(_, r)| names.role(r) == Role::Served)
-            .unwrap_or(slots.len());
-        findings.push(Finding::fixable_error(
+            .any(|r| names.role(r) == Role::OsImagesInfo);
+        if !self.have_a && !a_elsewhere {
+            replacement.push(self.canonical_a.clone());
+            self.have_a = true;
+        }
+        let b_elsewhere = self.refs.iter().any(|r| names.role(r) == Role::Served);
+        if !self.have_b && !b_elsewhere && !a_elsewhere {
+            replacement.push(self.canonical_b.clone());
+            self.have_b = true;
+        }
+        self.findings.push(Finding::fixable_error(
             "os-images-info",
             format!(
-                "spec.valuesFrom lacks (A), the cluster's own os-images-info ConfigMap {}: sylva-capi-cluster gets no os_images of this cluster",
-                names.os_images_info
+                "{} carries the management cluster's os_images (the wiring from before os-images-info and the os-image-server output were decoupled): \
+                 the images of this cluster must come from its own {} (A), and only the list of served images from {} (B)",
+                r.name, names.os_images_info, names.served
             ),
-            "spec.valuesFrom".into(),
-            Value::Null,
-            canonical_a.to_value(),
+            format!("spec.valuesFrom[{i}]"),
+            self.raw[i].clone(),
+            Value::Sequence(replacement.iter().map(ValuesReference::to_value).collect()),
         ));
-        slots.insert(at, (None, canonical_a.clone()));
+        self.slots
+            .extend(replacement.into_iter().map(|r| (None, r)));
     }
-    let a = slots
-        .iter()
-        .position(|(_, r)| names.role(r) == Role::OsImagesInfo)
-        .expect("(A) is in the desired list");
-    if !have_b {
-        findings.push(Finding::fixable_error(
-            "served-images",
-            format!(
-                "spec.valuesFrom lacks (B), the served-images ConfigMap {}: sylva-capi-cluster cannot check that the os-image-server serves the selected images",
-                names.served
-            ),
-            "spec.valuesFrom".into(),
-            Value::Null,
-            canonical_b.to_value(),
-        ));
-        slots.insert(a + 1, (None, canonical_b.clone()));
+
+    /// Adds (A) before (B) (or last) and (B) right after (A) where the input has none.
+    fn add_missing(&mut self) {
+        let names = self.names;
+        if !self.have_a {
+            let at = self
+                .slots
+                .iter()
+                .position(|(_, r)| names.role(r) == Role::Served)
+                .unwrap_or(self.slots.len());
+            self.findings.push(Finding::fixable_error(
+                "os-images-info",
+                format!(
+                    "spec.valuesFrom lacks (A), the cluster's own os-images-info ConfigMap {}: sylva-capi-cluster gets no os_images of this cluster",
+                    names.os_images_info
+                ),
+                "spec.valuesFrom".into(),
+                Value::Null,
+                self.canonical_a.to_value(),
+            ));
+            self.slots.insert(at, (None, self.canonical_a.clone()));
+        }
+        if !self.have_b {
+            let a = self.position(Role::OsImagesInfo);
+            self.findings.push(Finding::fixable_error(
+                "served-images",
+                format!(
+                    "spec.valuesFrom lacks (B), the served-images ConfigMap {}: sylva-capi-cluster cannot check that the os-image-server serves the selected images",
+                    names.served
+                ),
+                "spec.valuesFrom".into(),
+                Value::Null,
+                self.canonical_b.to_value(),
+            ));
+            self.slots.insert(a + 1, (None, self.canonical_b.clone()));
+        }
     }
-    let b = slots
-        .iter()
-        .position(|(_, r)| names.role(r) == Role::Served)
-        .expect("(B) is in the desired list");
-    let (a, b) = if b < a {
-        let at_input = slots[b].0.map(|i| format!("spec.valuesFrom[{i}]"));
-        findings.push(Finding::fixable_error(
+
+    /// Moves (B) right after (A) if it comes first (a warning: the values the chart sees may
+    /// differ); returns the positions of (A) and (B).
+    fn order(&mut self) -> (usize, usize) {
+        let (a, b) = (
+            self.position(Role::OsImagesInfo),
+            self.position(Role::Served),
+        );
+        if b > a {
+            return (a, b);
+        }
+        let names = self.names;
+        let at_input = self.slots[b].0.map(|i| format!("spec.valuesFrom[{i}]"));
+        self.findings.push(Finding::fixable_error(
             "values-order",
             format!(
                 "(B) {} comes before (A) {}; sylva-units renders (A) first and (B) after it, each later entry overriding the earlier ones",
@@ -249,26 +319,18 @@ pub fn check(raw: &[Value], refs: &[ValuesReference], names: &Names, context: Co
             Value::Null,
             Value::Null,
         ).warning());
-        let entry = slots.remove(b);
-        slots.insert(a, entry);
+        let entry = self.slots.remove(b);
+        self.slots.insert(a, entry);
         (a - 1, a)
-    } else {
-        (a, b)
-    };
-    let adds_served = !refs.iter().any(|r| names.role(r) == Role::Served);
-    let desired = slots
-        .iter()
-        .map(|(i, r)| match i {
-            Some(i) => raw[*i].clone(),
-            None => r.to_value(),
-        })
-        .collect();
-    Wiring {
-        findings,
-        desired,
-        desired_refs: slots.into_iter().map(|(_, r)| r).collect(),
-        positions: (a, b),
-        adds_served,
+    }
+
+    /// Where the first entry of `role` is in the desired list ((A) and (B) always are, after
+    /// [`DesiredList::add_missing`]).
+    fn position(&self, role: Role) -> usize {
+        self.slots
+            .iter()
+            .position(|(_, r)| self.names.role(r) == role)
+            .unwrap_or_else(|| panic!("{role:?} is in the desired list"))
     }
 }
 
