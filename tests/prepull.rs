@@ -412,6 +412,21 @@ fn upstream_chart_units_validate_and_are_restricted() {
                     .unwrap()
                     .ends_with("/bgp-sessions")
             );
+            let said = out["results"]
+                .as_sequence()
+                .unwrap()
+                .iter()
+                .find(|r| r["tags"]["check"] == "bgp-sessions")
+                .unwrap_or_else(|| panic!("{name}: no bgp-sessions result"));
+            let message = said["message"].as_str().unwrap();
+            assert!(
+                message.contains(", which fails unless every frr-k8s BGPSessionState"),
+                "{name}: {message}"
+            );
+            assert!(
+                !message.contains("  "),
+                "{name}: one space between words: {message}"
+            );
         }
     }
 }
