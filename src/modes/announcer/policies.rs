@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use serde_yaml::Value;
 
 use super::cilium::{L2Policy, L2PolicySpec, interface_regex};
@@ -23,17 +23,20 @@ pub fn policies(
     if out.too_large {
         return;
     }
-    let all: BTreeSet<&str> = inv.pools.iter().map(|p| p.name.as_str()).collect();
-    let autos: BTreeSet<&str> = inv
-        .pools
-        .iter()
-        .filter(|p| p.auto_assign())
-        .map(|p| p.name.as_str())
-        .collect();
-    let known = pool_names(inv);
+    let pools = Pools {
+        all: inv.pools.iter().map(|p| p.name.as_str()).collect(),
+        autos: inv
+            .pools
+            .iter()
+            .filter(|p| p.auto_assign())
+            .map(|p| p.name.as_str())
+            .collect(),
+        known: pool_names(inv),
+        label: pool_label,
+    };
     for ad in &inv.adverts {
         let item = &items[ad.index];
-        let Some(advertised) = advertised_pools(ad, inv, &known, item, results) else {
+        let Some(advertised) = advertised_pools(ad, inv, &pools.known, item, results) else {
             continue;
         };
         if advertised.is_empty() {
@@ -47,32 +50,7 @@ pub fn policies(
             continue;
         }
         let adv: BTreeSet<&str> = advertised.iter().map(String::as_str).collect();
-        // Policies select Services, not pools: Services carry the pool label when they asked for
-        // a pool (or live in a non-auto pool); auto-allocated ones carry none.
-        let pool_sel = if adv.is_superset(&all) {
-            None
-        } else if adv.is_disjoint(&autos) {
-            Some(key_in(
-                pool_label,
-                adv.iter().map(|s| (*s).to_owned()).collect(),
-            ))
-        } else if adv.is_superset(&autos) {
-            Some(key_not_in(
-                pool_label,
-                all.difference(&adv).map(|s| (*s).to_owned()).collect(),
-            ))
-        } else {
-            results.push(
-                KrmResult::error(format!(
-                    "the advertisement covers auto-assign pool(s) {} but not {}: Cilium policies select \
-                     Services, and automatically allocated Services carry no pool label, so this split \
-                     cannot be expressed",
-                    adv.intersection(&autos).copied().collect::<Vec<_>>().join(", "),
-                    autos.difference(&adv).copied().collect::<Vec<_>>().join(", ")
-                ))
-                .about(item)
-                .field("spec.ipAddressPools"),
-            );
+        let Some(pool_sel) = pools.selector(&adv, item, results) else {
             continue;
         };
         let base = LabelSelector {
@@ -97,38 +75,7 @@ pub fn policies(
         ) {
             return;
         }
-        let service_sels: Vec<LabelSelector> = if ad.spec.service_selectors.is_empty() {
-            vec![base]
-        } else {
-            let mut v = Vec::new();
-            for (i, s) in ad.spec.service_selectors.iter().enumerate() {
-                if let Err(m) = selector::validate(s) {
-                    results.push(
-                        KrmResult::error(m)
-                            .about(item)
-                            .field(format!("spec.serviceSelectors[{i}]")),
-                    );
-                    continue;
-                }
-                if let Some(s) = selector::and(&base, s) {
-                    v.push(s);
-                }
-            }
-            v
-        };
-        let node_sels: Vec<Option<LabelSelector>> = if ad.spec.node_selectors.is_empty() {
-            vec![Some(selector::announcing_nodes(None))]
-        } else {
-            ad.spec
-                .node_selectors
-                .iter()
-                .map(|s| {
-                    Some(selector::announcing_nodes(Some(&selector::normalized(
-                        s.clone(),
-                    ))))
-                })
-                .collect()
-        };
+        let service_sels = service_selectors(ad, base, item, results);
         if ad.spec.preferred_node_selectors.is_some() {
             results.push(
                 KrmResult::warning(
@@ -139,46 +86,141 @@ pub fn policies(
                 .field("spec.preferredNodeSelectors"),
             );
         }
-        let interfaces = (!ad.spec.interfaces.is_empty()).then(|| {
-            ad.spec
-                .interfaces
-                .iter()
-                .map(|i| interface_regex(i))
-                .collect()
-        });
-        let count = service_sels.len() * node_sels.len();
-        let mut n = 0;
-        for svc_sel in &service_sels {
-            for node_sel in &node_sels {
-                let name = if count == 1 {
-                    ad.name.clone()
-                } else {
-                    format!("{}-{n}", ad.name)
-                };
-                n += 1;
-                let svc_sel = selector::normalized(svc_sel.clone());
-                out.policies.push(Generated {
-                    object: L2Policy {
-                        api_version: "cilium.io/v2alpha1".into(),
-                        kind: "CiliumL2AnnouncementPolicy".into(),
-                        metadata: meta(
-                            &name,
-                            "L2Advertisement",
-                            item.get("metadata")
-                                .and_then(|m| m.get("namespace"))
-                                .and_then(Value::as_str),
-                            &ad.name,
-                        ),
-                        spec: L2PolicySpec {
-                            service_selector: (!selector::is_empty(&svc_sel)).then_some(svc_sel),
-                            node_selector: node_sel.clone(),
-                            interfaces: interfaces.clone(),
-                            load_balancer_ips: true,
-                        },
+        emit(ad, item, &service_sels, out);
+    }
+}
+
+/// The pools among the items, as the policies' pool selectors need them.
+struct Pools<'a> {
+    all: BTreeSet<&'a str>,
+    /// The auto-assign pools: Services allocated from them carry no pool label.
+    autos: BTreeSet<&'a str>,
+    known: HashSet<&'a str>,
+    /// The label Services carry to request a pool (`spec.poolLabel`).
+    label: &'a str,
+}
+
+impl Pools<'_> {
+    /// The requirement on the pool label that selects the Services of the `advertised` pools
+    /// (`Some(None)`: every Service); `None`, with an error, when no selector can say it.
+    /// Policies select Services, not pools: Services carry the pool label when they asked for
+    /// a pool (or live in a non-auto pool); auto-allocated ones carry none.
+    fn selector(
+        &self,
+        adv: &BTreeSet<&str>,
+        item: &Value,
+        results: &mut Vec<KrmResult>,
+    ) -> Option<Option<LabelSelectorRequirement>> {
+        let (all, autos) = (&self.all, &self.autos);
+        if adv.is_superset(all) {
+            Some(None)
+        } else if adv.is_disjoint(autos) {
+            Some(Some(key_in(
+                self.label,
+                adv.iter().map(|s| (*s).to_owned()).collect(),
+            )))
+        } else if adv.is_superset(autos) {
+            Some(Some(key_not_in(
+                self.label,
+                all.difference(adv).map(|s| (*s).to_owned()).collect(),
+            )))
+        } else {
+            results.push(
+                KrmResult::error(format!(
+                    "the advertisement covers auto-assign pool(s) {} but not {}: Cilium policies select \
+                     Services, and automatically allocated Services carry no pool label, so this split \
+                     cannot be expressed",
+                    adv.intersection(autos).copied().collect::<Vec<_>>().join(", "),
+                    autos.difference(adv).copied().collect::<Vec<_>>().join(", ")
+                ))
+                .about(item)
+                .field("spec.ipAddressPools"),
+            );
+            None
+        }
+    }
+}
+
+/// The Service selectors of an advertisement's policies: the pool selector `base`, and with
+/// each valid `serviceSelectors` entry of the advertisement (an invalid one is an error).
+fn service_selectors(
+    ad: &Advertisement,
+    base: LabelSelector,
+    item: &Value,
+    results: &mut Vec<KrmResult>,
+) -> Vec<LabelSelector> {
+    if ad.spec.service_selectors.is_empty() {
+        return vec![base];
+    }
+    let mut v = Vec::new();
+    for (i, s) in ad.spec.service_selectors.iter().enumerate() {
+        if let Err(m) = selector::validate(s) {
+            results.push(
+                KrmResult::error(m)
+                    .about(item)
+                    .field(format!("spec.serviceSelectors[{i}]")),
+            );
+            continue;
+        }
+        if let Some(s) = selector::and(&base, s) {
+            v.push(s);
+        }
+    }
+    v
+}
+
+/// One policy per Service selector and node selector of the advertisement, named after it
+/// (`-N` when there are several), announcing from its interfaces.
+fn emit(ad: &Advertisement, item: &Value, service_sels: &[LabelSelector], out: &mut Translated) {
+    let node_sels: Vec<Option<LabelSelector>> = if ad.spec.node_selectors.is_empty() {
+        vec![Some(selector::announcing_nodes(None))]
+    } else {
+        ad.spec
+            .node_selectors
+            .iter()
+            .map(|s| {
+                Some(selector::announcing_nodes(Some(&selector::normalized(
+                    s.clone(),
+                ))))
+            })
+            .collect()
+    };
+    let interfaces = (!ad.spec.interfaces.is_empty()).then(|| {
+        ad.spec
+            .interfaces
+            .iter()
+            .map(|i| interface_regex(i))
+            .collect()
+    });
+    let namespace = item
+        .get("metadata")
+        .and_then(|m| m.get("namespace"))
+        .and_then(Value::as_str);
+    let count = service_sels.len() * node_sels.len();
+    let mut n = 0;
+    for svc_sel in service_sels {
+        for node_sel in &node_sels {
+            let name = if count == 1 {
+                ad.name.clone()
+            } else {
+                format!("{}-{n}", ad.name)
+            };
+            n += 1;
+            let svc_sel = selector::normalized(svc_sel.clone());
+            out.policies.push(Generated {
+                object: L2Policy {
+                    api_version: "cilium.io/v2alpha1".into(),
+                    kind: "CiliumL2AnnouncementPolicy".into(),
+                    metadata: meta(&name, "L2Advertisement", namespace, &ad.name),
+                    spec: L2PolicySpec {
+                        service_selector: (!selector::is_empty(&svc_sel)).then_some(svc_sel),
+                        node_selector: node_sel.clone(),
+                        interfaces: interfaces.clone(),
+                        load_balancer_ips: true,
                     },
-                    source: ad.index,
-                });
-            }
+                },
+                source: ad.index,
+            });
         }
     }
 }

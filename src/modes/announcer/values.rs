@@ -269,10 +269,33 @@ pub fn cilium(
     services: usize,
     renew_override: Option<u64>,
 ) -> CiliumValues {
-    let mut out = CiliumValues::default();
-    let hv = &release.values;
-    let field = |rest: &str| hv.field(rest);
     let scoped = effective_cilium_values(item, release);
+    let mut out = CiliumValues {
+        results: cilium_prerequisites(item, release, &scoped),
+        devices: cilium_devices(&scoped),
+        ..CiliumValues::default()
+    };
+    let mut edited = item.clone();
+    let mut changed =
+        enable_l2_announcements(item, release, &scoped, &mut edited, &mut out.results);
+    let rate = RateLimitInputs {
+        version,
+        services,
+        renew_override,
+    };
+    changed |= raise_rate_limit(item, release, &scoped, rate, &mut edited, &mut out.results);
+    if changed {
+        out.edited = Some(edited);
+    }
+    out
+}
+
+/// What L2 announcements need of the release's values and the function cannot set: kube-proxy
+/// replacement, LB-IPAM on and owning Services without a class; and a warning when values
+/// come from `spec.valuesFrom`, which is not read.
+fn cilium_prerequisites(item: &Value, release: &CiliumRelease, scoped: &Value) -> Vec<KrmResult> {
+    let mut results = Vec::new();
+    let field = |rest: &str| release.values.field(rest);
     let own_values_from = matches!(
         release.carrier,
         super::inventory::Carrier::HelmRelease { generated_by: None }
@@ -285,7 +308,7 @@ pub fn cilium(
                 .any(|r| r.get("name").and_then(Value::as_str) != Some("cozystack-values"))
         });
     if own_values_from && inspected_elsewhere {
-        out.results.push(
+        results.push(
             KrmResult::warning(
                 "spec.valuesFrom is not inspected: kubeProxyReplacement, l2announcements and k8sClientRateLimit \
                  are checked against spec.values only",
@@ -298,7 +321,7 @@ pub fn cilium(
     let kpr_ok = matches!(kpr, Some(Value::Bool(true)))
         || matches!(kpr.and_then(Value::as_str), Some("true" | "strict"));
     if !kpr_ok {
-        out.results.push(
+        results.push(
             KrmResult::error(
                 "Cilium L2 announcements require kubeProxyReplacement: true (it is the chart default false here)",
             )
@@ -312,7 +335,7 @@ pub fn cilium(
     if let Some(v) = scoped.get("defaultLBServiceIPAM")
         && v.as_str() != Some("lbipam")
     {
-        out.results.push(
+        results.push(
             KrmResult::error(
                 "defaultLBServiceIPAM is not lbipam: Cilium LB-IPAM would ignore Services without a \
                  loadBalancerClass, which is every Service MetalLB serves",
@@ -324,14 +347,20 @@ pub fn cilium(
         );
     }
     if helm::as_bool(scoped.get("enableLBIPAM")) == Some(false) {
-        out.results.push(
+        results.push(
             KrmResult::error("enableLBIPAM is false: the Cilium pools would never allocate")
                 .about(item)
                 .field(field("enableLBIPAM"))
                 .proposed(true),
         );
     }
-    out.devices = match scoped.get("devices") {
+    results
+}
+
+/// The interfaces Cilium uses (`devices`: a list, or a string of names separated by spaces or
+/// commas), when the values restrict them.
+fn cilium_devices(scoped: &Value) -> Option<Vec<String>> {
+    match scoped.get("devices") {
         Some(Value::String(s)) => Some(
             s.split([' ', ','])
                 .filter(|d| !d.is_empty())
@@ -345,31 +374,68 @@ pub fn cilium(
                 .collect(),
         ),
         _ => None,
-    };
-    let mut edited = item.clone();
-    let mut changed = false;
-    let l2 = get_path(&scoped, &["l2announcements".into(), "enabled".into()]);
-    if helm::as_bool(l2) != Some(true) {
-        helm::set(
-            &mut edited,
-            hv,
-            &["l2announcements", "enabled"],
-            Value::Bool(true),
-        );
-        changed = true;
-        out.results.push(
-            KrmResult::info(
-                "L2 announcements enabled (Cilium agents restart; nothing is announced until a policy exists)",
-            )
-            .about(item)
-            .field(field("l2announcements.enabled"))
-            .proposed(true),
-        );
     }
+}
+
+/// Turns L2 announcements on in `edited` unless the values have them on; true when it did.
+fn enable_l2_announcements(
+    item: &Value,
+    release: &CiliumRelease,
+    scoped: &Value,
+    edited: &mut Value,
+    results: &mut Vec<KrmResult>,
+) -> bool {
+    let hv = &release.values;
+    let l2 = get_path(scoped, &["l2announcements".into(), "enabled".into()]);
+    if helm::as_bool(l2) == Some(true) {
+        return false;
+    }
+    helm::set(
+        edited,
+        hv,
+        &["l2announcements", "enabled"],
+        Value::Bool(true),
+    );
+    results.push(
+        KrmResult::info(
+            "L2 announcements enabled (Cilium agents restart; nothing is announced until a policy exists)",
+        )
+        .about(item)
+        .field(hv.field("l2announcements.enabled"))
+        .proposed(true),
+    );
+    true
+}
+
+/// What the client rate limit must carry: one lease per LoadBalancer Service, renewed every
+/// `leaseRenewDeadline`.
+struct RateLimitInputs<'a> {
+    version: &'a CiliumVersion,
+    services: usize,
+    /// The renew deadline the function config sets, over the values' own.
+    renew_override: Option<u64>,
+}
+
+/// Raises `k8sClientRateLimit` in `edited` when the values' (or the chart's default) qps is
+/// below what the leases need; true when it did.
+fn raise_rate_limit(
+    item: &Value,
+    release: &CiliumRelease,
+    scoped: &Value,
+    rate: RateLimitInputs,
+    edited: &mut Value,
+    results: &mut Vec<KrmResult>,
+) -> bool {
+    let RateLimitInputs {
+        version,
+        services,
+        renew_override,
+    } = rate;
+    let hv = &release.values;
     let renew = renew_override
         .or_else(|| {
             renew_from_values(get_path(
-                &scoped,
+                scoped,
                 &["l2announcements".into(), "leaseRenewDeadline".into()],
             ))
         })
@@ -379,41 +445,38 @@ pub fn cilium(
     let qps = as_u64(rl.and_then(|r| r.get("qps"))).unwrap_or(default_qps);
     let burst = as_u64(rl.and_then(|r| r.get("burst"))).unwrap_or(default_burst);
     let needed = RateLimit::needed(version, services, renew);
-    if qps < needed.qps {
-        // A larger burst already set is kept.
-        let set = RateLimit {
-            qps: needed.qps,
-            burst: burst.max(needed.burst),
-        };
-        helm::set(
-            &mut edited,
-            hv,
-            &["k8sClientRateLimit", "qps"],
-            Value::from(set.qps),
-        );
-        helm::set(
-            &mut edited,
-            hv,
-            &["k8sClientRateLimit", "burst"],
-            Value::from(set.burst),
-        );
-        changed = true;
-        out.results.push(
-            KrmResult::info(format!(
-                "k8sClientRateLimit raised ({set}): {services} LoadBalancer Service lease(s) renewed every \
-                 {renew}s need {} qps on top of the agent's {default_qps}",
-                set.qps - default_qps
-            ))
-            .about(item)
-            .field(field("k8sClientRateLimit.qps"))
-            .current(qps)
-            .proposed(set.qps),
-        );
+    if qps >= needed.qps {
+        return false;
     }
-    if changed {
-        out.edited = Some(edited);
-    }
-    out
+    // A larger burst already set is kept.
+    let set = RateLimit {
+        qps: needed.qps,
+        burst: burst.max(needed.burst),
+    };
+    helm::set(
+        edited,
+        hv,
+        &["k8sClientRateLimit", "qps"],
+        Value::from(set.qps),
+    );
+    helm::set(
+        edited,
+        hv,
+        &["k8sClientRateLimit", "burst"],
+        Value::from(set.burst),
+    );
+    results.push(
+        KrmResult::info(format!(
+            "k8sClientRateLimit raised ({set}): {services} LoadBalancer Service lease(s) renewed every \
+             {renew}s need {} qps on top of the agent's {default_qps}",
+            set.qps - default_qps
+        ))
+        .about(item)
+        .field(hv.field("k8sClientRateLimit.qps"))
+        .current(qps)
+        .proposed(set.qps),
+    );
+    true
 }
 
 /// True when a Cilium `devices` entry (exact name, or `prefix+` wildcard) covers `iface`.
