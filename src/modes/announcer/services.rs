@@ -259,99 +259,19 @@ pub fn plan(
         if !served_by_metallb(svc) {
             continue;
         }
-        if svc.class() == Some(METALLB_CLASS) {
-            results.push(
-                KrmResult::error(format!(
-                    "loadBalancerClass {METALLB_CLASS} is immutable and Cilium ignores Services of that class: \
-                     delete the Service and recreate it without loadBalancerClass (pin its IP with \
-                     metallb.io/loadBalancerIPs first so it keeps the address), then run cutover again"
-                ))
-                .about_svc(svc)
-                .field("spec.loadBalancerClass")
-                .current(METALLB_CLASS),
-            );
-            continue;
-        }
-        if let Some(proxy) = svc.label(SERVICE_PROXY_NAME) {
-            results.push(
-                KrmResult::error(format!(
-                    "{SERVICE_PROXY_NAME}={proxy}: Cilium (its own proxy name empty) filters such Services out of \
-                     what LB-IPAM and the L2 announcer see, so the IP would be neither kept nor announced \
-                     (cozystack's cozy-proxy VM Services); move them to another announcer first"
-                ))
-                .about_svc(svc)
-                .field(format!("metadata.labels.{SERVICE_PROXY_NAME}"))
-                .current(proxy),
-            );
+        if let Some(refused) = refused(svc) {
+            results.push(refused);
             continue;
         }
         let Some((ips, source)) = service_ips(inv, svc, &keys, results) else {
             continue;
         };
-        let mut label = None;
-        let pool = match metallb_annotation(svc, "address-pool") {
-            Some(name) => {
-                if !pools.contains_key(name) {
-                    let why = if inv.rejected_pools.contains(name) {
-                        "which has an error"
-                    } else {
-                        "which is not among the items"
-                    };
-                    results.push(
-                        KrmResult::error(format!(
-                            "address-pool names pool {name:?}, {why}: cannot tell which Cilium pool should serve the Service"
-                        ))
-                        .about_svc(svc)
-                        .field("metadata.annotations"),
-                    );
-                    continue;
-                }
-                label = Some(name.to_owned());
-                Some(name.to_owned())
-            }
-            None => {
-                let found = ips.first().and_then(|ip| parse_ip(ip)).and_then(|ip| {
-                    inv.pools
-                        .iter()
-                        .find(|p| p.addresses.iter().any(|a| a.interval().contains(ip)))
-                });
-                if let Some(p) = found
-                    && !p.auto_assign()
-                {
-                    // The IP lives in an opt-in pool: without the label, Cilium's selectors would
-                    // not admit the Service to it and LB-IPAM would strip the IP.
-                    label = Some(p.name.clone());
-                }
-                found.map(|p| p.name.clone())
-            }
+        let Some((pool, label)) = pool_of(inv, &pools, svc, &ips, results) else {
+            continue;
         };
-        let mut add = SortedPairs::default();
-        // Requested IPs are translated; IPs the cluster holds are pinned: a Service that
-        // requests its IP keeps it through LB-IPAM's start-up, operator restarts and pool edits
-        // (cilium/cilium#39033), and never takes another member's IP of a sharing key
-        // (`satisfySpecificIPRequests` vs `satisfyGenericIPv4Requests` in
-        // operator/pkg/lbipam/lbipam.go). See the transition model.
-        if !ips.is_empty() {
-            add.insert(keys.ips.to_owned(), ips.join(","));
-        }
-        if let Some(key) = metallb_annotation(svc, "allow-shared-ip") {
-            add.insert(keys.sharing_key.to_owned(), key.to_owned());
-        }
+        let add = annotations_to_add(&keys, svc, &ips);
         if svc.etp_local() {
-            let message = "externalTrafficPolicy: Local: MetalLB announces only from nodes with a ready endpoint \
-                           (`ShouldAnnounce`); Cilium L2 elects any selected node (before 1.20.2 regardless of \
-                           endpoints), which then drops the traffic, so the announcing nodes change";
-            results.push(if accept_local {
-                KrmResult::warning(format!("{message} (accepted by acceptLocalTrafficPolicyChange)"))
-            } else {
-                KrmResult::error(format!(
-                    "{message}: switch the Service to externalTrafficPolicy: Cluster first, or set \
-                     acceptLocalTrafficPolicyChange: true to accept the change"
-                ))
-            }
-            .about_svc(svc)
-            .field("spec.externalTrafficPolicy")
-            .current("Local"));
+            results.push(local_traffic_policy(svc, accept_local));
         }
         plans.push(ServicePlan {
             index: svc.index,
@@ -372,6 +292,109 @@ pub fn plan(
     };
     sharing::check(inv, &cx, &mut plans, results);
     plans
+}
+
+/// Why a Service MetalLB serves cannot be handed to Cilium at all, if it cannot.
+fn refused(svc: &LbService) -> Option<KrmResult> {
+    if svc.class() == Some(METALLB_CLASS) {
+        let r = KrmResult::error(format!(
+            "loadBalancerClass {METALLB_CLASS} is immutable and Cilium ignores Services of that class: \
+             delete the Service and recreate it without loadBalancerClass (pin its IP with \
+             metallb.io/loadBalancerIPs first so it keeps the address), then run cutover again"
+        ));
+        return Some(
+            r.about_svc(svc)
+                .field("spec.loadBalancerClass")
+                .current(METALLB_CLASS),
+        );
+    }
+    let proxy = svc.label(SERVICE_PROXY_NAME)?;
+    let r = KrmResult::error(format!(
+        "{SERVICE_PROXY_NAME}={proxy}: Cilium (its own proxy name empty) filters such Services out of \
+         what LB-IPAM and the L2 announcer see, so the IP would be neither kept nor announced \
+         (cozystack's cozy-proxy VM Services); move them to another announcer first"
+    ));
+    Some(
+        r.about_svc(svc)
+            .field(format!("metadata.labels.{SERVICE_PROXY_NAME}"))
+            .current(proxy),
+    )
+}
+
+/// The MetalLB pool a Service is served from (the one its `address-pool` annotation names, or
+/// the one holding its first IP) and the pool label it must carry for Cilium (an opt-in pool's
+/// name); `None`, with an error, when the annotation names a pool that is not there.
+fn pool_of(
+    inv: &Inventory,
+    pools: &BTreeMap<&str, &super::inventory::Pool>,
+    svc: &LbService,
+    ips: &[String],
+    results: &mut Vec<KrmResult>,
+) -> Option<(Option<String>, Option<String>)> {
+    if let Some(name) = metallb_annotation(svc, "address-pool") {
+        if !pools.contains_key(name) {
+            let why = if inv.rejected_pools.contains(name) {
+                "which has an error"
+            } else {
+                "which is not among the items"
+            };
+            results.push(
+                KrmResult::error(format!(
+                    "address-pool names pool {name:?}, {why}: cannot tell which Cilium pool should serve the Service"
+                ))
+                .about_svc(svc)
+                .field("metadata.annotations"),
+            );
+            return None;
+        }
+        return Some((Some(name.to_owned()), Some(name.to_owned())));
+    }
+    let found = ips.first().and_then(|ip| parse_ip(ip)).and_then(|ip| {
+        inv.pools
+            .iter()
+            .find(|p| p.addresses.iter().any(|a| a.interval().contains(ip)))
+    });
+    // An IP in an opt-in pool needs the label: without it, Cilium's selectors would not admit
+    // the Service to the pool and LB-IPAM would strip the IP.
+    let label = found.filter(|p| !p.auto_assign()).map(|p| p.name.clone());
+    Some((found.map(|p| p.name.clone()), label))
+}
+
+/// The Cilium annotations a Service gets: its IPs pinned, its sharing key.
+fn annotations_to_add(keys: &CiliumKeys, svc: &LbService, ips: &[String]) -> SortedPairs {
+    let mut add = SortedPairs::default();
+    // Requested IPs are translated; IPs the cluster holds are pinned: a Service that
+    // requests its IP keeps it through LB-IPAM's start-up, operator restarts and pool edits
+    // (cilium/cilium#39033), and never takes another member's IP of a sharing key
+    // (`satisfySpecificIPRequests` vs `satisfyGenericIPv4Requests` in
+    // operator/pkg/lbipam/lbipam.go). See the transition model.
+    if !ips.is_empty() {
+        add.insert(keys.ips.to_owned(), ips.join(","));
+    }
+    if let Some(key) = metallb_annotation(svc, "allow-shared-ip") {
+        add.insert(keys.sharing_key.to_owned(), key.to_owned());
+    }
+    add
+}
+
+/// `externalTrafficPolicy: Local`: the announcing nodes change (an error unless accepted).
+fn local_traffic_policy(svc: &LbService, accept_local: bool) -> KrmResult {
+    let message = "externalTrafficPolicy: Local: MetalLB announces only from nodes with a ready endpoint \
+                   (`ShouldAnnounce`); Cilium L2 elects any selected node (before 1.20.2 regardless of \
+                   endpoints), which then drops the traffic, so the announcing nodes change";
+    if accept_local {
+        KrmResult::warning(format!(
+            "{message} (accepted by acceptLocalTrafficPolicyChange)"
+        ))
+    } else {
+        KrmResult::error(format!(
+            "{message}: switch the Service to externalTrafficPolicy: Cluster first, or set \
+             acceptLocalTrafficPolicyChange: true to accept the change"
+        ))
+    }
+    .about_svc(svc)
+    .field("spec.externalTrafficPolicy")
+    .current("Local")
 }
 
 #[cfg(test)]

@@ -109,39 +109,85 @@ pub fn check(
     rule: Option<usize>,
     spec: &Capm3OSImageSourcesSpec,
 ) -> (Vec<Finding>, Option<Value>) {
-    let mut findings = Vec::new();
     let Some(i) = rule else {
-        findings.push(Finding::fixable_error(
-            "clone-policy",
-            format!(
-                "ClusterPolicy {} has no rule that generates {} from {}/{}",
-                item.name(),
-                spec.served_images,
-                spec.server_output.namespace,
-                spec.server_output.name
-            ),
-            "spec.rules".into(),
-            Value::Null,
-            yaml(&desired_generate(spec)),
-        ));
-        let mut fixed = item.clone();
-        if let Some(rules) = rules_mut(&mut fixed) {
-            let rule = Rule {
-                name: spec.clone_policy.clone(),
-                skip_background_requests: Some(false),
-                match_: Some(desired_match()),
-                generate: Some(desired_generate(spec)),
-            };
-            rules.push(yaml(&rule));
-        }
-        if let Some(finding) = generate_existing(item, policy, None) {
-            findings.push(finding);
-            set_generate_existing(&mut fixed, None);
-        }
-        return (findings, Some(fixed));
+        return without_clone_rule(item, policy, spec);
     };
     let rule = &policy.rules[i];
     let want = desired_generate(spec);
+    let mut findings = generate_findings(item, rule, i, &want);
+    let match_ok = rule
+        .match_
+        .as_ref()
+        .is_some_and(matches_workload_namespaces);
+    if !match_ok {
+        findings.push(Finding::fixable_error(
+            "clone-policy",
+            format!(
+                "ClusterPolicy {} rule {}: must match Namespaces labelled {WORKLOAD_CLUSTER_LABEL}: \"\"",
+                item.name(),
+                rule.name
+            ),
+            format!("spec.rules[{i}].match"),
+            yaml(&rule.match_),
+            yaml(&desired_match()),
+        ));
+    }
+    let existing = generate_existing(item, policy, Some(i));
+    if let Some(finding) = existing.clone() {
+        findings.push(finding);
+    }
+    if findings.is_empty() {
+        return (findings, None);
+    }
+    let mut fixed = item.clone();
+    if existing.is_some() {
+        set_generate_existing(&mut fixed, Some((i, rule.generate.as_ref())));
+    }
+    fix_rule(&mut fixed, i, &want, match_ok);
+    (findings, Some(fixed))
+}
+
+/// A policy named like the clone policy but with no rule that generates the copy: the rule is
+/// added.
+fn without_clone_rule(
+    item: &Value,
+    policy: &ClusterPolicySpec,
+    spec: &Capm3OSImageSourcesSpec,
+) -> (Vec<Finding>, Option<Value>) {
+    let mut findings = Vec::new();
+    findings.push(Finding::fixable_error(
+        "clone-policy",
+        format!(
+            "ClusterPolicy {} has no rule that generates {} from {}/{}",
+            item.name(),
+            spec.served_images,
+            spec.server_output.namespace,
+            spec.server_output.name
+        ),
+        "spec.rules".into(),
+        Value::Null,
+        yaml(&desired_generate(spec)),
+    ));
+    let mut fixed = item.clone();
+    if let Some(rules) = rules_mut(&mut fixed) {
+        let rule = Rule {
+            name: spec.clone_policy.clone(),
+            skip_background_requests: Some(false),
+            match_: Some(desired_match()),
+            generate: Some(desired_generate(spec)),
+        };
+        rules.push(yaml(&rule));
+    }
+    if let Some(finding) = generate_existing(item, policy, None) {
+        findings.push(finding);
+        set_generate_existing(&mut fixed, None);
+    }
+    (findings, Some(fixed))
+}
+
+/// What is wrong in the `generate` of clone rule `i` (`rule`), against what it must be (`want`).
+fn generate_findings(item: &Value, rule: &Rule, i: usize, want: &Generation) -> Vec<Finding> {
+    let mut findings = Vec::new();
     let have = rule.generate.clone().unwrap_or_default();
     // (field, wrong, what is there, what belongs there, why it matters)
     let checks: [(&str, bool, Value, Value, &str); 5] = [
@@ -192,35 +238,13 @@ pub fn check(
             ));
         }
     }
-    let match_ok = rule
-        .match_
-        .as_ref()
-        .is_some_and(matches_workload_namespaces);
-    if !match_ok {
-        findings.push(Finding::fixable_error(
-            "clone-policy",
-            format!(
-                "ClusterPolicy {} rule {}: must match Namespaces labelled {WORKLOAD_CLUSTER_LABEL}: \"\"",
-                item.name(),
-                rule.name
-            ),
-            format!("spec.rules[{i}].match"),
-            yaml(&rule.match_),
-            yaml(&desired_match()),
-        ));
-    }
-    let existing = generate_existing(item, policy, Some(i));
-    if let Some(finding) = existing.clone() {
-        findings.push(finding);
-    }
-    if findings.is_empty() {
-        return (findings, None);
-    }
-    let mut fixed = item.clone();
-    if existing.is_some() {
-        set_generate_existing(&mut fixed, Some((i, rule.generate.as_ref())));
-    }
-    if let Some(rule_value) = rules_mut(&mut fixed)
+    findings
+}
+
+/// Rule `i` of the `fixed` policy: its `generate` made what it must be (`want`, other keys kept)
+/// and, unless it already matches the workload-cluster Namespaces, its `match` replaced.
+fn fix_rule(fixed: &mut Value, i: usize, want: &Generation, match_ok: bool) {
+    if let Some(rule_value) = rules_mut(fixed)
         .and_then(|r| r.get_mut(i))
         .and_then(Value::as_mapping_mut)
     {
@@ -230,7 +254,7 @@ pub fn check(
         if !generate.is_mapping() {
             *generate = Value::Mapping(Mapping::new());
         }
-        if let (Value::Mapping(into), Value::Mapping(from)) = (generate, yaml(&want)) {
+        if let (Value::Mapping(into), Value::Mapping(from)) = (generate, yaml(want)) {
             for (k, v) in from {
                 into.insert(k, v);
             }
@@ -239,7 +263,6 @@ pub fn check(
             rule_value.insert("match".into(), yaml(&desired_match()));
         }
     }
-    (findings, Some(fixed))
 }
 
 /// Whether Kyverno also generates the copy for workload-cluster Namespaces that existed before

@@ -115,106 +115,9 @@ pub fn find(items: &[Value]) -> Vec<Installation> {
             continue;
         }
         match (item.group(), item.kind()) {
-            (FLUX_HELM_GROUP, "HelmRelease") => {
-                let Some(facts) = install::read_release(index, item) else {
-                    continue;
-                };
-                let chart = facts.chart(&sources);
-                if chart.project() != Some("metallb") {
-                    continue;
-                }
-                let values = facts.values(&chart, "metallb");
-                let spec = item.get("spec");
-                let target = chart.is_upstream().then_some(()).and_then(|()| {
-                    let chart_ref = spec.and_then(|s| s.get("chartRef"));
-                    let field = match chart_ref {
-                        Some(r) => format!(
-                            "the version of chartRef {} {}",
-                            r.get("kind").and_then(Value::as_str).unwrap_or_default(),
-                            r.get("name").and_then(Value::as_str).unwrap_or_default()
-                        ),
-                        None => "spec.chart.spec.version".to_owned(),
-                    };
-                    chart.version.clone().map(|v| (v, field))
-                });
-                let suspended =
-                    spec.and_then(|s| s.get("suspend")).and_then(Value::as_bool) == Some(true);
-                let form = if chart.cozystack {
-                    Form::Cozystack
-                } else {
-                    Form::HelmRelease
-                };
-                out.push(Installation {
-                    index,
-                    form,
-                    target,
-                    values_path: tree_path(&values.at, &values.prefix),
-                    disabled: suspended.then(|| {
-                        format!(
-                            "{} is suspended (spec.suspend: true): Flux does not upgrade it",
-                            describe(item)
-                        )
-                    }),
-                    values_from: spec
-                        .and_then(|s| s.get("valuesFrom"))
-                        .and_then(Value::as_sequence)
-                        .is_some_and(|s| !s.is_empty()),
-                    upstream: chart.is_upstream(),
-                });
-            }
-            (COZYSTACK_GROUP, "Package") => {
-                let named = item.name() == "cozystack.metallb";
-                match install::read_package(item) {
-                    Some(p) if p.project == "metallb" => out.push(Installation {
-                        index,
-                        form: Form::Cozystack,
-                        target: None,
-                        values_path: tree_path(&p.values.at, &p.values.prefix),
-                        disabled: None,
-                        values_from: false,
-                        upstream: false,
-                    }),
-                    None if named => out.push(Installation {
-                        index,
-                        form: Form::Cozystack,
-                        target: None,
-                        values_path: Vec::new(),
-                        disabled: Some(format!(
-                            "Package {} disables its metallb component (spec.components.metallb.enabled: false)",
-                            item.name()
-                        )),
-                        values_from: false,
-                        upstream: false,
-                    }),
-                    _ => {}
-                }
-            }
-            (KUSTOMIZE_GROUP, "Kustomization") => {
-                let Some(charts) = item.get("helmCharts").and_then(Value::as_sequence) else {
-                    continue;
-                };
-                for (i, c) in charts.iter().enumerate() {
-                    if c.get("name").and_then(Value::as_str) != Some("metallb") {
-                        continue;
-                    }
-                    out.push(Installation {
-                        index,
-                        form: Form::HelmCharts,
-                        target: c
-                            .get("version")
-                            .and_then(Value::as_str)
-                            .map(|v| (v.to_owned(), format!("helmCharts[{i}].version"))),
-                        values_path: vec![
-                            "helmCharts".into(),
-                            i.to_string(),
-                            "valuesInline".into(),
-                        ],
-                        disabled: None,
-                        values_from: false,
-                        upstream: true,
-                    });
-                }
-            }
+            (FLUX_HELM_GROUP, "HelmRelease") => out.extend(helm_release(index, item, &sources)),
+            (COZYSTACK_GROUP, "Package") => out.extend(package(index, item)),
+            (KUSTOMIZE_GROUP, "Kustomization") => helm_charts(index, item, &mut out),
             _ => {}
         }
     }
@@ -232,6 +135,105 @@ pub fn find(items: &[Value]) -> Vec<Installation> {
                 .is_some_and(|p| packages.iter().any(|n| n == p)))
     });
     out
+}
+
+/// A Flux HelmRelease of the MetalLB chart (upstream or cozystack's).
+fn helm_release(index: usize, item: &Value, sources: &Sources) -> Option<Installation> {
+    let facts = install::read_release(index, item)?;
+    let chart = facts.chart(sources);
+    if chart.project() != Some("metallb") {
+        return None;
+    }
+    let values = facts.values(&chart, "metallb");
+    let spec = item.get("spec");
+    let target = chart.is_upstream().then_some(()).and_then(|()| {
+        let chart_ref = spec.and_then(|s| s.get("chartRef"));
+        let field = match chart_ref {
+            Some(r) => format!(
+                "the version of chartRef {} {}",
+                r.get("kind").and_then(Value::as_str).unwrap_or_default(),
+                r.get("name").and_then(Value::as_str).unwrap_or_default()
+            ),
+            None => "spec.chart.spec.version".to_owned(),
+        };
+        chart.version.clone().map(|v| (v, field))
+    });
+    let suspended = spec.and_then(|s| s.get("suspend")).and_then(Value::as_bool) == Some(true);
+    let form = if chart.cozystack {
+        Form::Cozystack
+    } else {
+        Form::HelmRelease
+    };
+    Some(Installation {
+        index,
+        form,
+        target,
+        values_path: tree_path(&values.at, &values.prefix),
+        disabled: suspended.then(|| {
+            format!(
+                "{} is suspended (spec.suspend: true): Flux does not upgrade it",
+                describe(item)
+            )
+        }),
+        values_from: spec
+            .and_then(|s| s.get("valuesFrom"))
+            .and_then(Value::as_sequence)
+            .is_some_and(|s| !s.is_empty()),
+        upstream: chart.is_upstream(),
+    })
+}
+
+/// A cozystack Package that installs MetalLB, or names it and disables it.
+fn package(index: usize, item: &Value) -> Option<Installation> {
+    let named = item.name() == "cozystack.metallb";
+    match install::read_package(item) {
+        Some(p) if p.project == "metallb" => Some(Installation {
+            index,
+            form: Form::Cozystack,
+            target: None,
+            values_path: tree_path(&p.values.at, &p.values.prefix),
+            disabled: None,
+            values_from: false,
+            upstream: false,
+        }),
+        None if named => Some(Installation {
+            index,
+            form: Form::Cozystack,
+            target: None,
+            values_path: Vec::new(),
+            disabled: Some(format!(
+                "Package {} disables its metallb component (spec.components.metallb.enabled: false)",
+                item.name()
+            )),
+            values_from: false,
+            upstream: false,
+        }),
+        _ => None,
+    }
+}
+
+/// The `helmCharts` entries of the MetalLB chart in a kustomize Kustomization.
+fn helm_charts(index: usize, item: &Value, out: &mut Vec<Installation>) {
+    let Some(charts) = item.get("helmCharts").and_then(Value::as_sequence) else {
+        return;
+    };
+    for (i, c) in charts.iter().enumerate() {
+        if c.get("name").and_then(Value::as_str) != Some("metallb") {
+            continue;
+        }
+        out.push(Installation {
+            index,
+            form: Form::HelmCharts,
+            target: c
+                .get("version")
+                .and_then(Value::as_str)
+                .map(|v| (v.to_owned(), format!("helmCharts[{i}].version"))),
+            values_path: vec!["helmCharts".into(), i.to_string(), "valuesInline".into()],
+            disabled: None,
+            values_from: false,
+            upstream: true,
+        });
+    }
 }
 
 /// `helmCharts` keys are list indices: walk them as such.
