@@ -6,7 +6,7 @@ use serde_yaml::Value;
 use super::config::Phase;
 use super::cutover::Cutover;
 use super::inputs;
-use super::inventory::{Carrier, InstallKind};
+use super::inventory::{Carrier, Install, InstallKind};
 use super::values;
 use crate::krm::{KrmObject, KrmResult, Severity};
 
@@ -32,29 +32,7 @@ impl Cutover<'_> {
             .filter(|(_, s)| s.is_some())
             .collect();
         if bearing.is_empty() {
-            let r = KrmResult::warning(
-                "no MetalLB installation (HelmRelease, HelmChart, Flux Kustomization or speaker DaemonSet) \
-                 among the items: stop the MetalLB speaker yourself before Cilium L2 policies are applied, \
-                 or both will answer ARP",
-            );
-            if self.phase == Phase::Prepare {
-                // Phase prepare does not touch MetalLB.
-                return;
-            }
-            let r = if self.phase == Phase::StopSpeaker && !self.plan_mode {
-                self.about_config(KrmResult {
-                    severity: Severity::Error,
-                    message: "phase stop-speaker stops the MetalLB speaker, but no MetalLB installation (HelmRelease, \
-                              HelmChart, Flux Kustomization or speaker DaemonSet) is among the items: stop it by \
-                              other means, then run phase cutover"
-                        .into(),
-                    ..r
-                })
-                .field("spec.phase")
-            } else {
-                r
-            };
-            self.results.push(r);
+            self.no_installation();
             return;
         }
         if self.phase == Phase::Prepare
@@ -75,56 +53,90 @@ impl Cutover<'_> {
             );
         }
         for inst in &self.inv.install {
-            let item = &self.items[inst.index];
-            if let InstallKind::Helm {
-                carrier:
-                    Carrier::HelmRelease {
-                        generated_by: Some(package),
-                    },
-                ..
-            } = &inst.kind
-                && self.phase != Phase::Prepare
-            {
-                self.results
-                    .push(generated_release(item, package, "stop or remove MetalLB"));
-                continue;
-            }
-            match self.phase {
-                Phase::Prepare => {}
-                Phase::StopSpeaker => {
-                    if let Some((new, field, what)) = values::stop_speaker(item, inst) {
-                        self.results.push(
-                            KrmResult::info(format!("MetalLB speaker stopped: {what}"))
-                                .about(item)
-                                .field(field),
-                        );
-                        self.replace(inst.index, new);
-                    }
-                    if let InstallKind::Manifest { speaker: false } = inst.kind
-                        && let Some((new, field, what)) = values::stop_controller_manifest(item)
-                    {
-                        self.results.push(
-                            KrmResult::info(format!("MetalLB controller stopped: {what}"))
-                                .about(item)
-                                .field(field),
-                        );
-                        self.replace(inst.index, new);
-                    }
-                    if !matches!(inst.kind, InstallKind::Rendered { .. }) {
-                        self.skip_reapply_of_metallb_config();
-                    }
-                }
-                Phase::Cutover => {
-                    if !self.plan_mode && values::speaker_stopped(item, inst) == Some(false) {
-                        self.results.push(
-                            KrmResult::error(
-                                "the MetalLB speaker still runs: a single apply creates the Cilium L2 policies before it \
-                                 prunes MetalLB, so both would answer ARP. Run phase stop-speaker first, apply it, then phase cutover",
-                            )
+            self.speaker_of(inst);
+        }
+    }
+
+    /// No MetalLB installation among the items: the operator stops the speaker (an error in
+    /// phase stop-speaker, whose whole point that is; a warning in phase cutover).
+    fn no_installation(&mut self) {
+        let r = KrmResult::warning(
+            "no MetalLB installation (HelmRelease, HelmChart, Flux Kustomization or speaker DaemonSet) \
+             among the items: stop the MetalLB speaker yourself before Cilium L2 policies are applied, \
+             or both will answer ARP",
+        );
+        if self.phase == Phase::Prepare {
+            // Phase prepare does not touch MetalLB.
+            return;
+        }
+        let r = if self.phase == Phase::StopSpeaker && !self.plan_mode {
+            self.about_config(KrmResult {
+                severity: Severity::Error,
+                message: "phase stop-speaker stops the MetalLB speaker, but no MetalLB installation (HelmRelease, \
+                          HelmChart, Flux Kustomization or speaker DaemonSet) is among the items: stop it by \
+                          other means, then run phase cutover"
+                    .into(),
+                ..r
+            })
+            .field("spec.phase")
+        } else {
+            r
+        };
+        self.results.push(r);
+    }
+
+    /// What the phase does with one part of the MetalLB installation: stop-speaker stops its
+    /// speaker (and a controller manifest's controller), cutover checks that it is stopped.
+    fn speaker_of(&mut self, inst: &Install) {
+        let item = &self.items[inst.index];
+        if let InstallKind::Helm {
+            carrier:
+                Carrier::HelmRelease {
+                    generated_by: Some(package),
+                },
+            ..
+        } = &inst.kind
+            && self.phase != Phase::Prepare
+        {
+            self.results
+                .push(generated_release(item, package, "stop or remove MetalLB"));
+            return;
+        }
+        match self.phase {
+            Phase::Prepare => {}
+            Phase::StopSpeaker => {
+                if let Some((new, field, what)) = values::stop_speaker(item, inst) {
+                    self.results.push(
+                        KrmResult::info(format!("MetalLB speaker stopped: {what}"))
                             .about(item)
-                            .field("spec"),
-                        );
-                    }
+                            .field(field),
+                    );
+                    self.replace(inst.index, new);
+                }
+                if let InstallKind::Manifest { speaker: false } = inst.kind
+                    && let Some((new, field, what)) = values::stop_controller_manifest(item)
+                {
+                    self.results.push(
+                        KrmResult::info(format!("MetalLB controller stopped: {what}"))
+                            .about(item)
+                            .field(field),
+                    );
+                    self.replace(inst.index, new);
+                }
+                if !matches!(inst.kind, InstallKind::Rendered { .. }) {
+                    self.skip_reapply_of_metallb_config();
+                }
+            }
+            Phase::Cutover => {
+                if !self.plan_mode && values::speaker_stopped(item, inst) == Some(false) {
+                    self.results.push(
+                        KrmResult::error(
+                            "the MetalLB speaker still runs: a single apply creates the Cilium L2 policies before it \
+                             prunes MetalLB, so both would answer ARP. Run phase stop-speaker first, apply it, then phase cutover",
+                        )
+                        .about(item)
+                        .field("spec"),
+                    );
                 }
             }
         }
@@ -183,55 +195,7 @@ impl Cutover<'_> {
         let mut removed_flux: Vec<(String, String, String)> = Vec::new();
         for inst in &inv.install {
             let item = &self.items[inst.index];
-            let why = match &inst.kind {
-                InstallKind::Helm {
-                    carrier: Carrier::HelmRelease { .. },
-                    ..
-                } => "MetalLB Helm release; Flux uninstalls MetalLB",
-                InstallKind::Rendered { .. } => {
-                    "MetalLB Helm release rendered from the cozystack Package, which is removed too"
-                }
-                InstallKind::Helm {
-                    carrier: Carrier::Package,
-                    ..
-                } => {
-                    if item.annotation(HELM_KEEP.0) == Some(HELM_KEEP.1) {
-                        self.results.push(
-                            KrmResult::warning(format!(
-                                "this Package carries {}: {}, as cozystack's platform chart renders it; where the platform \
-                                 chart (not this package) applies it, it stays on the cluster: add {} to \
-                                 bundles.disabledPackages of the platform Package and delete it \
-                                 (kubectl delete package.cozystack.io {})",
-                                HELM_KEEP.0,
-                                HELM_KEEP.1,
-                                item.name(),
-                                item.name()
-                            ))
-                            .about(item)
-                            .field(format!("metadata.annotations.{}", HELM_KEEP.0)),
-                        );
-                    }
-                    "cozystack Package; the HelmReleases the cozystack operator generated from it are owned by it and go with it"
-                }
-                InstallKind::Helm {
-                    carrier: Carrier::HelmChart,
-                    ..
-                } => "MetalLB HelmChart; helm-controller uninstalls MetalLB",
-                InstallKind::FluxKustomization => {
-                    if inputs::at(item, &["spec", "prune"]) != Some(&Value::Bool(true)) {
-                        self.results.push(
-                            KrmResult::warning(
-                                "this Flux Kustomization has prune disabled: deleting it leaves MetalLB running; \
-                                 delete MetalLB's objects by hand",
-                            )
-                            .about(item)
-                            .field("spec.prune"),
-                        );
-                    }
-                    "Flux Kustomization applying MetalLB; Flux prunes its objects"
-                }
-                InstallKind::Manifest { .. } => "part of the MetalLB installation",
-            };
+            let why = self.why_removed(inst);
             if matches!(
                 inst.kind,
                 InstallKind::Helm {
@@ -248,7 +212,68 @@ impl Cutover<'_> {
             }
             self.remove(inst.index, why);
         }
-        // Flux objects that depend on a removed one would wait forever.
+        self.drop_depends_on(&removed_flux);
+    }
+
+    /// Why a part of the MetalLB installation goes, with a warning where removing it does not
+    /// remove MetalLB (a Package the platform chart keeps, a Kustomization that does not prune).
+    fn why_removed(&mut self, inst: &Install) -> &'static str {
+        let item = &self.items[inst.index];
+        match &inst.kind {
+            InstallKind::Helm {
+                carrier: Carrier::HelmRelease { .. },
+                ..
+            } => "MetalLB Helm release; Flux uninstalls MetalLB",
+            InstallKind::Rendered { .. } => {
+                "MetalLB Helm release rendered from the cozystack Package, which is removed too"
+            }
+            InstallKind::Helm {
+                carrier: Carrier::Package,
+                ..
+            } => {
+                if item.annotation(HELM_KEEP.0) == Some(HELM_KEEP.1) {
+                    self.results.push(
+                    KrmResult::warning(format!(
+                        "this Package carries {}: {}, as cozystack's platform chart renders it; where the platform \
+                         chart (not this package) applies it, it stays on the cluster: add {} to \
+                         bundles.disabledPackages of the platform Package and delete it \
+                         (kubectl delete package.cozystack.io {})",
+                        HELM_KEEP.0,
+                        HELM_KEEP.1,
+                        item.name(),
+                        item.name()
+                    ))
+                    .about(item)
+                    .field(format!("metadata.annotations.{}", HELM_KEEP.0)),
+                );
+                }
+                "cozystack Package; the HelmReleases the cozystack operator generated from it are owned by it and go with it"
+            }
+            InstallKind::Helm {
+                carrier: Carrier::HelmChart,
+                ..
+            } => "MetalLB HelmChart; helm-controller uninstalls MetalLB",
+            InstallKind::FluxKustomization => {
+                if inputs::at(item, &["spec", "prune"]) != Some(&Value::Bool(true)) {
+                    self.results.push(
+                    KrmResult::warning(
+                        "this Flux Kustomization has prune disabled: deleting it leaves MetalLB running; \
+                         delete MetalLB's objects by hand",
+                    )
+                    .about(item)
+                    .field("spec.prune"),
+                );
+                }
+                "Flux Kustomization applying MetalLB; Flux prunes its objects"
+            }
+            InstallKind::Manifest { .. } => "part of the MetalLB installation",
+        }
+    }
+
+    /// Flux objects that depend on a removed one (`removed_flux`: kind, namespace, name) would
+    /// wait forever: those entries of their `dependsOn` are dropped.
+    fn drop_depends_on(&mut self, removed_flux: &[(String, String, String)]) {
+        let inv = self.inv;
         for &i in &inv.flux_dependents {
             let Some(current) = self.current(i).cloned() else {
                 continue;

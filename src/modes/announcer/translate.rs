@@ -287,53 +287,7 @@ fn allocation_selector(
     let mut sel = LabelSelector::default();
     let mut namespaces: BTreeSet<String> = alloc.namespaces.iter().cloned().collect();
     if !alloc.namespace_selectors.is_empty() {
-        if inv.namespaces.is_empty() {
-            results.push(
-                KrmResult::error(
-                    "namespaceSelectors cannot be expressed: Cilium pool selectors see only Service \
-                     labels and the namespace name, and no Namespace objects are among the items to \
-                     resolve the selectors against",
-                )
-                .about(item)
-                .field("spec.serviceAllocation.namespaceSelectors"),
-            );
-            return None;
-        }
-        for (i, ns_sel) in alloc.namespace_selectors.iter().enumerate() {
-            if let Err(m) = selector::validate(ns_sel) {
-                results.push(
-                    KrmResult::error(m)
-                        .about(item)
-                        .field(format!("spec.serviceAllocation.namespaceSelectors[{i}]")),
-                );
-                return None;
-            }
-            namespaces.extend(
-                inv.namespaces
-                    .iter()
-                    .filter(|(_, labels)| selector::matches(ns_sel, labels))
-                    .map(|(name, _)| name.clone()),
-            );
-        }
-        results.push(
-            KrmResult::warning(format!(
-                "namespaceSelectors approximated by the namespaces that match them among the items ({}); \
-                 a namespace labelled later will not be admitted by the Cilium pool",
-                namespaces.iter().cloned().collect::<Vec<_>>().join(", ")
-            ))
-            .about(item)
-            .field("spec.serviceAllocation.namespaceSelectors"),
-        );
-        if namespaces.is_empty() {
-            results.push(
-                KrmResult::error(
-                    "namespaceSelectors match no namespace among the items: the Cilium pool would serve no Service",
-                )
-                .about(item)
-                .field("spec.serviceAllocation.namespaceSelectors"),
-            );
-            return None;
-        }
+        namespaces = selected_namespaces(alloc, inv, item, results)?;
     }
     if !namespaces.is_empty() {
         sel.match_expressions = Some(vec![key_in(
@@ -367,29 +321,100 @@ fn allocation_selector(
         }
     }
     if let Some(priority) = alloc.priority {
-        if pool.auto_assign() && auto_count > 1 {
+        match priority_dropped(pool, priority, auto_count, item) {
+            Ok(warning) => results.push(warning),
+            Err(error) => {
+                results.push(error);
+                return None;
+            }
+        }
+    }
+    Some(sel)
+}
+
+/// The namespaces among the items that `serviceAllocation.namespaceSelectors` select (with a
+/// warning: a namespace labelled later is not admitted), or `None` after reporting an error.
+fn selected_namespaces(
+    alloc: &ServiceAllocation,
+    inv: &Inventory,
+    item: &Value,
+    results: &mut Vec<KrmResult>,
+) -> Option<BTreeSet<String>> {
+    let mut namespaces: BTreeSet<String> = alloc.namespaces.iter().cloned().collect();
+    if inv.namespaces.is_empty() {
+        results.push(
+            KrmResult::error(
+                "namespaceSelectors cannot be expressed: Cilium pool selectors see only Service \
+                 labels and the namespace name, and no Namespace objects are among the items to \
+                 resolve the selectors against",
+            )
+            .about(item)
+            .field("spec.serviceAllocation.namespaceSelectors"),
+        );
+        return None;
+    }
+    for (i, ns_sel) in alloc.namespace_selectors.iter().enumerate() {
+        if let Err(m) = selector::validate(ns_sel) {
             results.push(
-                KrmResult::error(
-                    "priority orders the auto-assign pools in MetalLB; Cilium has no pool priority and \
-                     several auto-assign pools exist, so new Services could get IPs from another pool",
-                )
-                .about(item)
-                .field("spec.serviceAllocation.priority")
-                .current(priority),
+                KrmResult::error(m)
+                    .about(item)
+                    .field(format!("spec.serviceAllocation.namespaceSelectors[{i}]")),
             );
             return None;
         }
-        results.push(
-            KrmResult::warning(
-                "priority dropped: harmless here, it only orders several auto-assign pools and this \
-                 pool is not competing with another one",
-            )
-            .about(item)
-            .field("spec.serviceAllocation.priority")
-            .current(priority),
+        namespaces.extend(
+            inv.namespaces
+                .iter()
+                .filter(|(_, labels)| selector::matches(ns_sel, labels))
+                .map(|(name, _)| name.clone()),
         );
     }
-    Some(sel)
+    results.push(
+        KrmResult::warning(format!(
+            "namespaceSelectors approximated by the namespaces that match them among the items ({}); \
+             a namespace labelled later will not be admitted by the Cilium pool",
+            namespaces.iter().cloned().collect::<Vec<_>>().join(", ")
+        ))
+        .about(item)
+        .field("spec.serviceAllocation.namespaceSelectors"),
+    );
+    if namespaces.is_empty() {
+        results.push(
+            KrmResult::error(
+                "namespaceSelectors match no namespace among the items: the Cilium pool would serve no Service",
+            )
+            .about(item)
+            .field("spec.serviceAllocation.namespaceSelectors"),
+        );
+        return None;
+    }
+    Some(namespaces)
+}
+
+/// `serviceAllocation.priority`: an error when it orders this auto-assign pool among others
+/// (Cilium has no pool priority), else a warning that it is dropped.
+fn priority_dropped(
+    pool: &Pool,
+    priority: i64,
+    auto_count: usize,
+    item: &Value,
+) -> Result<KrmResult, KrmResult> {
+    if pool.auto_assign() && auto_count > 1 {
+        return Err(KrmResult::error(
+            "priority orders the auto-assign pools in MetalLB; Cilium has no pool priority and \
+             several auto-assign pools exist, so new Services could get IPs from another pool",
+        )
+        .about(item)
+        .field("spec.serviceAllocation.priority")
+        .current(priority));
+    }
+    Ok(KrmResult::warning(
+        "priority dropped: harmless here, it only orders several auto-assign pools and this \
+         pool is not competing with another one",
+    )
+    .about(item)
+    .field("spec.serviceAllocation.priority")
+    .current(priority))
 }
 
 /// Cilium marks the later of two overlapping pools Conflicting and stops using it.

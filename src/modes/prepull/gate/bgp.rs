@@ -35,55 +35,8 @@ pub(super) fn condition(
             Origin::Item { index, field } => r.about(&items[*index]).field(field.clone()),
         }
     };
-    let mut peers: Vec<(String, &Value)> = Vec::new();
-    match values.get(&PATH) {
-        None | Some(Value::Null) => {}
-        Some(Value::Mapping(m)) => {
-            for (k, v) in m {
-                let name = as_text(k).unwrap_or_else(|| format!("{k:?}"));
-                peers.push((name, v));
-            }
-        }
-        // The list form predates Sylva 1.4; still read it.
-        Some(Value::Sequence(s)) => {
-            for (i, v) in s.iter().enumerate() {
-                peers.push((format!("[{i}]"), v));
-            }
-        }
-        Some(other) => {
-            return Err(bad(format!(
-                "{dotted} must be a mapping of peer name to peer, found {}",
-                type_name(other)
-            )));
-        }
-    }
-    let mut frr_peers = Vec::new();
-    for (name, peer) in &peers {
-        let Value::Mapping(p) = peer else {
-            return Err(bad(format!(
-                "{dotted}.{name} must be a mapping (peer_address, peer_asn, ...), found {}",
-                type_name(peer)
-            )));
-        };
-        let set = |k: &str| {
-            p.get(k)
-                .is_some_and(|v| !matches!(v, Value::Null) && v.as_str() != Some(""))
-        };
-        if set("bfd_profile") || set("receive_routes") {
-            frr_peers.push(name.clone());
-        }
-    }
-    let bfd_objects: Vec<&Value> = inputs
-        .bgp_peers
-        .iter()
-        .map(|&i| &items[i])
-        .filter(|p| {
-            p.get("spec")
-                .and_then(|s| s.get("bfdProfile"))
-                .and_then(Value::as_str)
-                .is_some_and(|s| !s.is_empty())
-        })
-        .collect();
+    let peers = peers_in_values(values, &PATH).map_err(|m| bad(format!("{dotted}{m}")))?;
+    let frr_peers = frr_peers(&peers).map_err(|m| bad(format!("{dotted}.{m}")))?;
     let met = !peers.is_empty() || !inputs.bgp_peers.is_empty();
     let evidence = if !peers.is_empty() {
         format!(
@@ -106,7 +59,85 @@ pub(super) fn condition(
         (_, true) => inputs.bgp_peers.first().copied(),
         _ => None,
     };
-    let case = if !frr_peers.is_empty() {
+    let case = case(items, inputs, &frr_peers);
+    Ok((
+        Condition {
+            met,
+            evidence,
+            about,
+        },
+        case,
+    ))
+}
+
+/// The BGP peers in the values at `path`, by name (`[i]` for the list form); the error names
+/// what is wrong after the path.
+fn peers_in_values<'a>(
+    values: &'a SylvaValues,
+    path: &[&str],
+) -> Result<Vec<(String, &'a Value)>, String> {
+    let mut peers: Vec<(String, &Value)> = Vec::new();
+    match values.get(path) {
+        None | Some(Value::Null) => {}
+        Some(Value::Mapping(m)) => {
+            for (k, v) in m {
+                let name = as_text(k).unwrap_or_else(|| format!("{k:?}"));
+                peers.push((name, v));
+            }
+        }
+        // The list form predates Sylva 1.4; still read it.
+        Some(Value::Sequence(s)) => {
+            for (i, v) in s.iter().enumerate() {
+                peers.push((format!("[{i}]"), v));
+            }
+        }
+        Some(other) => {
+            return Err(format!(
+                " must be a mapping of peer name to peer, found {}",
+                type_name(other)
+            ));
+        }
+    }
+    Ok(peers)
+}
+
+/// The peers that use frr-k8s-only settings (`bfd_profile`, `receive_routes`); the error
+/// names a peer that is not a mapping.
+fn frr_peers(peers: &[(String, &Value)]) -> Result<Vec<String>, String> {
+    let mut frr_peers = Vec::new();
+    for (name, peer) in peers {
+        let Value::Mapping(p) = peer else {
+            return Err(format!(
+                "{name} must be a mapping (peer_address, peer_asn, ...), found {}",
+                type_name(peer)
+            ));
+        };
+        let set = |k: &str| {
+            p.get(k)
+                .is_some_and(|v| !matches!(v, Value::Null) && v.as_str() != Some(""))
+        };
+        if set("bfd_profile") || set("receive_routes") {
+            frr_peers.push(name.clone());
+        }
+    }
+    Ok(frr_peers)
+}
+
+/// Which upgrade this is: frr-k8s already runs (a peer or a BGPPeer uses its settings, or
+/// FRRConfigurations exist) or the native speaker is replaced.
+fn case(items: &[Value], inputs: &Inputs, frr_peers: &[String]) -> (Case, String) {
+    let bfd_objects: Vec<&Value> = inputs
+        .bgp_peers
+        .iter()
+        .map(|&i| &items[i])
+        .filter(|p| {
+            p.get("spec")
+                .and_then(|s| s.get("bfdProfile"))
+                .and_then(Value::as_str)
+                .is_some_and(|s| !s.is_empty())
+        })
+        .collect();
+    if !frr_peers.is_empty() {
         (
             Case::FrrK8sVersionBump,
             format!(
@@ -124,15 +155,7 @@ pub(super) fn condition(
             Case::NativeToFrrK8s,
             "native BGP speaker -> frr-k8s (case (1) -> (3)): no peer uses bfd_profile or receive_routes".to_string(),
         )
-    };
-    Ok((
-        Condition {
-            met,
-            evidence,
-            about,
-        },
-        case,
-    ))
+    }
 }
 
 fn values_names(peers: &[(String, &Value)]) -> String {
