@@ -422,11 +422,7 @@ impl<'a> Loader<'a> {
         mut lean: Option<&mut dyn FnMut(&Value) -> SpecKeys>,
     ) -> Result<Mapping, LoadError> {
         let mut map = Mapping::new();
-        // An item read lean: asked once what of its other values is read, the rest skipped.
-        let mut asked = false;
-        let mut spec_keys: SpecKeys = None;
-        // A set: an item may have any number of keys, and each is looked up.
-        let mut skipped_keys: HashSet<String> = HashSet::new();
+        let mut lean_read = LeanRead::default();
         let mut merges: Vec<Value> = Vec::new();
         let mut merge_seen = false;
         let path = self.spellings.path;
@@ -437,95 +433,25 @@ impl<'a> Loader<'a> {
         }
         loop {
             let node = self.next_node()?;
-            let key_start = node.start;
-            let key_end = node.end;
             self.spellings.path = path;
-            let (key, merge, simple_key) = match node.kind {
-                Kind::MappingEnd => {
-                    if flow {
-                        self.last_end = node.end.index;
-                    }
-                    break;
+            if let Kind::MappingEnd = node.kind {
+                if flow {
+                    self.last_end = node.end.index;
                 }
-                Kind::Scalar {
-                    value,
-                    anchor: None,
-                    merge,
-                    style,
-                    tagged,
-                    tag,
-                } => {
-                    self.nodes += 1;
-                    let key = value.map_err(|e| LoadError::content(e.to_string(), key_start))?;
-                    if self.spellings.on
-                        && let Some(how) = self.spellings.scalar(
-                            self.text,
-                            key_start,
-                            key_end,
-                            &key,
-                            style,
-                            tag.as_deref(),
-                        )
-                    {
-                        self.spellings.path = spelling::key(path, spelling::hash(&key));
-                        self.spellings.push(how);
-                    }
-                    let simple = style == ScalarStyle::Plain
-                        && !tagged
-                        && !merge
-                        && key_start.line == key_end.line
-                        && key_end.index > key_start.index;
-                    (key, merge, simple)
-                }
-                other => {
-                    let node = Node {
-                        kind: other,
-                        start: key_start,
-                        end: key_end,
-                    };
-                    // Anchored and complex keys are written in the emitter's form.
-                    self.spellings.nowhere();
-                    let key = self.build(node, depth, Role::None)?;
-                    (key, false, false)
-                }
-            };
-            if self.spellings.on {
-                self.spellings.path = spelling::value(path, spelling::hash(&key));
+                break;
             }
-            if let Some(reads) = lean.as_deref_mut() {
-                let head = matches!(key.as_str(), Some("apiVersion" | "kind" | "metadata"));
-                if !asked && !head {
-                    asked = true;
-                    if !merge_seen && has_head(&map) {
-                        spec_keys = ask(reads, &mut map);
-                        self.skipped = spec_keys.is_some();
-                    }
-                }
-                if let Some(spec_keys) = spec_keys {
-                    let name = key.as_str().filter(|_| simple_key || !merge);
-                    match name {
-                        Some(k)
-                            if !head && !map.contains_key(&key) && !skipped_keys.contains(k) =>
-                        {
-                            if k == "spec" && !spec_keys.is_empty() {
-                                let node = self.next_node()?;
-                                let spec = self
-                                    .partial(node, depth, spec_keys)
-                                    .map_err(|e| e.within(Segment::Key("spec".into())))?;
-                                map.insert(key, spec);
-                                continue;
-                            }
-                            skipped_keys.insert(k.to_owned());
-                        }
-                        _ => return Err(LoadError::refuse_skip(key_start)),
-                    }
-                    self.skip_value(depth)?;
-                    continue;
-                }
+            let key = self.mapping_key(node, depth, path)?;
+            if self.spellings.on {
+                self.spellings.path = spelling::value(path, spelling::hash(&key.value));
+            }
+            if let Some(reads) = lean.as_deref_mut()
+                && self.lean_value(reads, &mut lean_read, &mut map, &key, merge_seen, depth)?
+            {
+                continue;
             }
             let node = self.next_node()?;
             if let (Some(sink), Kind::SequenceStart(props), Some("items")) =
-                (sink.as_deref_mut(), &node.kind, key.as_str())
+                (sink.as_deref_mut(), &node.kind, key.value.as_str())
                 && props.anchor.is_none()
                 && props.tag.is_none()
             {
@@ -533,75 +459,49 @@ impl<'a> Loader<'a> {
                 let items = sink
                     .items(self, &map, props.flow)
                     .map_err(|e| e.within(Segment::Key("items".into())))?;
-                if map.insert(key, items).is_some() {
+                if map.insert(key.value, items).is_some() {
                     return Err(LoadError::content(
                         "duplicate entry with key \"items\"",
-                        key_start,
+                        key.start,
                     ));
                 }
                 continue;
             }
             // A root `items` list the sink does not read (anchored): its items' spellings are
             // noted all the same.
-            let items_shift = match (&sink, key.as_str()) {
+            let items_shift = match (&sink, key.value.as_str()) {
                 (Some(_), Some("items")) => self.spellings.items_shift,
                 _ => None,
             };
             if let Some(shift) = items_shift {
                 self.spellings.start(spelling::ITEMS, shift);
             }
-            let child = self.child_role(role, &key, &node, key_start);
-            let value_start = node.start;
-            let value_empty =
-                matches!(&node.kind, Kind::Scalar { .. }) && node.end.index == node.start.index;
-            let single_line = matches!(
-                &node.kind,
-                Kind::Scalar { style, anchor: None, .. }
-                    if !matches!(style, ScalarStyle::Literal | ScalarStyle::Folded)
-                        && node.start.line == node.end.line
-            );
+            let child = self.child_role(role, &key.value, &node, key.start);
+            let shape = ValueShape::of(&node);
             let value = self.build(node, depth, child);
             if items_shift.is_some() {
                 self.spellings.stop();
             }
-            let value = value.map_err(|e| e.within(Segment::Key(key_name(&key))))?;
+            let value = value.map_err(|e| e.within(Segment::Key(key_name(&key.value))))?;
             if matches!(role, Role::Metadata | Role::Map(_)) {
-                let end = if value_empty {
-                    colon_after(self.text, self.last_end)
-                } else {
-                    Some(self.last_end)
-                };
-                let entry = RecordedEntry {
-                    key_start: key_start.index,
-                    key_len: key_end.index - key_start.index,
-                    simple_key,
-                    value_start: if value_empty {
-                        end
-                    } else {
-                        Some(value_start.index)
-                    },
-                    value_end: end,
-                    single_line: single_line && !value_empty,
-                    empty: value_empty,
-                };
-                self.recorder.entry(self.text, role, &entry);
+                self.record_entry(role, &key, shape);
             }
-            if merge {
+            if key.merge {
                 if merge_seen {
-                    return Err(LoadError::content("duplicate merge key `<<`", key_start));
+                    return Err(LoadError::content("duplicate merge key `<<`", key.start));
                 }
                 merge_seen = true;
                 self.refs += 1;
                 let list = value.is_sequence();
-                merges = merge_sources(value, key_start)?;
+                merges = merge_sources(value, key.start)?;
                 merge_path = self.spellings.on.then_some((self.spellings.path, list));
                 continue;
             }
-            match map.entry(key) {
+            match map.entry(key.value) {
                 serde_yaml::mapping::Entry::Occupied(e) => {
                     return Err(LoadError::content(
                         format!("duplicate entry with key {}", shown_key(e.key())),
-                        key_start,
+                        key.start,
                     ));
                 }
                 serde_yaml::mapping::Entry::Vacant(e) => {
@@ -622,6 +522,124 @@ impl<'a> Loader<'a> {
             merge_into(&mut map, merges);
         }
         Ok(map)
+    }
+
+    /// Reads a mapping's key (`node`, not its end) and notes its spelling.
+    fn mapping_key(&mut self, node: Node, depth: usize, path: u64) -> Result<Key, LoadError> {
+        let (start, end) = (node.start, node.end);
+        match node.kind {
+            Kind::Scalar {
+                value,
+                anchor: None,
+                merge,
+                style,
+                tagged,
+                tag,
+            } => {
+                self.nodes += 1;
+                let value = value.map_err(|e| LoadError::content(e.to_string(), start))?;
+                if self.spellings.on
+                    && let Some(how) =
+                        self.spellings
+                            .scalar(self.text, start, end, &value, style, tag.as_deref())
+                {
+                    self.spellings.path = spelling::key(path, spelling::hash(&value));
+                    self.spellings.push(how);
+                }
+                let simple = style == ScalarStyle::Plain
+                    && !tagged
+                    && !merge
+                    && start.line == end.line
+                    && end.index > start.index;
+                Ok(Key {
+                    value,
+                    start,
+                    end,
+                    merge,
+                    simple,
+                })
+            }
+            kind => {
+                // Anchored and complex keys are written in the emitter's form.
+                self.spellings.nowhere();
+                let value = self.build(Node { kind, start, end }, depth, Role::None)?;
+                Ok(Key {
+                    value,
+                    start,
+                    end,
+                    merge: false,
+                    simple: false,
+                })
+            }
+        }
+    }
+
+    /// An item read lean (`reads`): asked once, at its first key past the head, what of its
+    /// other values the mode reads; then each value it does not read is skipped, and `spec` read
+    /// in part when the mode reads a few of its keys. True when the value of `key` was consumed
+    /// here. A key whose skip could not be proven the same as a read (a merge key, a
+    /// duplicate, a key that is not a plain string) is refused: the item is then read whole.
+    fn lean_value(
+        &mut self,
+        reads: &mut dyn FnMut(&Value) -> SpecKeys,
+        lean: &mut LeanRead,
+        map: &mut Mapping,
+        key: &Key,
+        merge_seen: bool,
+        depth: usize,
+    ) -> Result<bool, LoadError> {
+        let head = matches!(key.value.as_str(), Some("apiVersion" | "kind" | "metadata"));
+        if !lean.asked && !head {
+            lean.asked = true;
+            if !merge_seen && has_head(map) {
+                lean.spec_keys = ask(reads, map);
+                self.skipped = lean.spec_keys.is_some();
+            }
+        }
+        let Some(spec_keys) = lean.spec_keys else {
+            return Ok(false);
+        };
+        let name = key.value.as_str().filter(|_| key.simple || !key.merge);
+        match name {
+            Some(k) if !head && !map.contains_key(&key.value) && !lean.skipped_keys.contains(k) => {
+                if k == "spec" && !spec_keys.is_empty() {
+                    let node = self.next_node()?;
+                    let spec = self
+                        .partial(node, depth, spec_keys)
+                        .map_err(|e| e.within(Segment::Key("spec".into())))?;
+                    map.insert(key.value.clone(), spec);
+                    return Ok(true);
+                }
+                lean.skipped_keys.insert(k.to_owned());
+            }
+            _ => return Err(LoadError::refuse_skip(key.start)),
+        }
+        self.skip_value(depth)?;
+        Ok(true)
+    }
+
+    /// Records where an entry of `metadata` or of a recorded map is in the text, so its item
+    /// can be patched as text (see [`Recorder`]).
+    fn record_entry(&mut self, role: Role, key: &Key, value: ValueShape) {
+        let end = if value.empty {
+            colon_after(self.text, self.last_end)
+        } else {
+            Some(self.last_end)
+        };
+        let entry = RecordedEntry {
+            key_start: key.start.index,
+            key_len: key.end.index - key.start.index,
+            simple_key: key.simple,
+            value_start: if value.empty {
+                end
+            } else {
+                Some(value.start.index)
+            },
+            value_end: end,
+            single_line: value.single_line && !value.empty,
+            empty: value.empty,
+        };
+        self.recorder.entry(self.text, role, &entry);
     }
 
     /// Notes where the keys merged into `map` (at the current path) from `sources` (the value
@@ -677,6 +695,52 @@ impl<'a> Loader<'a> {
                 None => Role::None,
             },
             _ => Role::None,
+        }
+    }
+}
+
+/// A mapping key as read: its value, where it is, whether it is the merge key `<<`, and
+/// whether it is simple (plain, untagged, on one line, not `<<`: its text can be patched).
+struct Key {
+    value: Value,
+    start: Mark,
+    end: Mark,
+    merge: bool,
+    simple: bool,
+}
+
+/// What an item read lean has been asked and has skipped so far.
+#[derive(Default)]
+struct LeanRead {
+    /// The mode was asked what it reads of the item.
+    asked: bool,
+    /// Its answer: `Some` when the item is read in part.
+    spec_keys: SpecKeys,
+    /// The keys skipped. A set: an item may have any number of keys, and each is looked up.
+    skipped_keys: HashSet<String>,
+}
+
+/// What the recorder needs to know of a value before it is built.
+#[derive(Clone, Copy)]
+struct ValueShape {
+    start: Mark,
+    /// An empty scalar (`key:` with nothing after it).
+    empty: bool,
+    /// A scalar on one line, neither literal nor folded, without anchor.
+    single_line: bool,
+}
+
+impl ValueShape {
+    fn of(node: &Node) -> Self {
+        ValueShape {
+            start: node.start,
+            empty: matches!(&node.kind, Kind::Scalar { .. }) && node.end.index == node.start.index,
+            single_line: matches!(
+                &node.kind,
+                Kind::Scalar { style, anchor: None, .. }
+                    if !matches!(style, ScalarStyle::Literal | ScalarStyle::Folded)
+                        && node.start.line == node.end.line
+            ),
         }
     }
 }

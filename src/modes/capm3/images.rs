@@ -134,39 +134,7 @@ pub fn check(
         &cluster.refs[cluster.positions.0],
         &cluster.refs[cluster.positions.1],
     );
-    // (B): the served images, and nothing else.
-    let b_item = inputs.config_map(cluster.namespace, &b_ref.name);
-    let mut served = None;
-    if let Some(index) = b_item {
-        let item = &items[index];
-        match values::read_document(item, index, b_ref.key())? {
-            None => out.push(
-                KrmResult::error(format!(
-                    "{} has no data key {}: the HelmRelease cannot read (B)",
-                    describe(item),
-                    b_ref.key()
-                ))
-                .about(item)
-                .field(format!("data.{}", b_ref.key()))
-                .tag("check", "served-images"),
-            ),
-            Some(doc) => {
-                if doc.root.contains_key("os_images") {
-                    out.push(
-                        KrmResult::error(format!(
-                            "(B) {} carries os_images: merged after (A) {} it overrides the cluster's own image facts with the management cluster's, so a machine can select a checksum the server does not serve",
-                            describe(item),
-                            a_ref.name
-                        ))
-                        .about(item)
-                        .field(format!("{}.os_images", doc.field))
-                        .tag("check", "os-images-override"),
-                    );
-                }
-                served = Some(served_images(&doc, item)?);
-            }
-        }
-    }
+    let served = served_in_b(items, inputs, cluster, &a_ref.name, b_ref, out)?;
     // (A) and the chart values.
     let Some(a_index) = inputs.config_map(cluster.namespace, &a_ref.name) else {
         out.push(about(KrmResult::warning(format!(
@@ -177,25 +145,7 @@ pub fn check(
         .tag("check", "image-selection"));
         return Ok(());
     };
-    let chart = values::chart_values(
-        items,
-        inputs,
-        cluster.namespace,
-        cluster.refs,
-        cluster.inline,
-    )?;
-    let mut root = chart.root;
-    if !root.contains_key("capi_providers") {
-        // The cluster values Secret is not among the items: the sylva values' `cluster` is
-        // what sylva-units puts in it.
-        if let Some(sylva) = values::sylva_values(items, inputs, cluster.namespace)?
-            && let Some(Value::Mapping(base)) = sylva.root.get("cluster")
-        {
-            let mut merged = base.clone();
-            values::merge_maps(&mut merged, &root);
-            root = merged;
-        }
-    }
+    let root = cluster_values(items, inputs, cluster)?;
     let facts = match cluster_facts(&root) {
         Ok(facts) => facts,
         Err(what) => {
@@ -234,6 +184,81 @@ pub fn check(
         );
     }
     Ok(())
+}
+
+/// (B): the images the os-image-server serves, when the ConfigMap is among the items; an error
+/// result when it lacks its key or also carries `os_images` (which would override (A)).
+fn served_in_b(
+    items: &[Value],
+    inputs: &Inputs,
+    cluster: &Cluster<'_>,
+    a_name: &str,
+    b_ref: &ValuesReference,
+    out: &mut Vec<KrmResult>,
+) -> Result<Option<Vec<(String, ServedImage)>>, KrmResult> {
+    let b_item = inputs.config_map(cluster.namespace, &b_ref.name);
+    let mut served = None;
+    if let Some(index) = b_item {
+        let item = &items[index];
+        match values::read_document(item, index, b_ref.key())? {
+            None => out.push(
+                KrmResult::error(format!(
+                    "{} has no data key {}: the HelmRelease cannot read (B)",
+                    describe(item),
+                    b_ref.key()
+                ))
+                .about(item)
+                .field(format!("data.{}", b_ref.key()))
+                .tag("check", "served-images"),
+            ),
+            Some(doc) => {
+                if doc.root.contains_key("os_images") {
+                    out.push(
+                        KrmResult::error(format!(
+                            "(B) {} carries os_images: merged after (A) {} it overrides the cluster's own image facts with the management cluster's, so a machine can select a checksum the server does not serve",
+                            describe(item),
+                            a_name
+                        ))
+                        .about(item)
+                        .field(format!("{}.os_images", doc.field))
+                        .tag("check", "os-images-override"),
+                    );
+                }
+                served = Some(served_images(&doc, item)?);
+            }
+        }
+    }
+    Ok(served)
+}
+
+/// The values the chart renders the cluster from: the HelmRelease's values in `valuesFrom`
+/// order, and the sylva values' `cluster` under them when the cluster values Secret is not
+/// among the items.
+fn cluster_values(
+    items: &[Value],
+    inputs: &Inputs,
+    cluster: &Cluster<'_>,
+) -> Result<Mapping, KrmResult> {
+    let chart = values::chart_values(
+        items,
+        inputs,
+        cluster.namespace,
+        cluster.refs,
+        cluster.inline,
+    )?;
+    let mut root = chart.root;
+    if !root.contains_key("capi_providers") {
+        // The cluster values Secret is not among the items: the sylva values' `cluster` is
+        // what sylva-units puts in it.
+        if let Some(sylva) = values::sylva_values(items, inputs, cluster.namespace)?
+            && let Some(Value::Mapping(base)) = sylva.root.get("cluster")
+        {
+            let mut merged = base.clone();
+            values::merge_maps(&mut merged, &root);
+            root = merged;
+        }
+    }
+    Ok(root)
 }
 
 /// `k8s_version` and the image flavor of the bootstrap provider, each with why it is unknown
