@@ -50,6 +50,57 @@ pub fn apply_into(
     from: &mut Vec<Option<usize>>,
 ) -> Result<Vec<Option<usize>>, KrmResult> {
     let count = items.len();
+    let (mut changes, added) = changes_by_item(items, edits, released)?;
+    check_output_files(items, &changes, &added, released)?;
+    let mut origins: Vec<Option<usize>> = Vec::with_capacity(count + added.len());
+    from.clear();
+    if changes.is_empty() {
+        origins.extend((0..count).map(Some));
+        from.extend((0..count).map(Some));
+    } else {
+        let old = std::mem::take(items);
+        items.reserve(count + added.len());
+        for (index, item) in old.into_iter().enumerate() {
+            let (item, origin) = match changes.remove(&index) {
+                None => (Some(item), Some(index)),
+                Some(Change::Replace(replacement)) => {
+                    dropped.push(item);
+                    (Some(replacement), None)
+                }
+                Some(Change::Patch(ops)) => {
+                    let mut item = item;
+                    for op in &ops {
+                        op.apply_to(&mut item);
+                    }
+                    (Some(item), None)
+                }
+                Some(Change::Remove) => {
+                    dropped.push(item);
+                    (None, None)
+                }
+            };
+            if let Some(item) = item {
+                items.push(item);
+                origins.push(origin);
+                from.push(Some(index));
+            }
+        }
+    }
+    origins.extend(added.iter().map(|_| None));
+    from.extend(added.iter().map(|_| None));
+    items.extend(added);
+    Ok(origins)
+}
+
+/// The edits by input item, and the added items (with kpt's default file where the mode gave
+/// none); an error for an edit of an item that is not there, a patch that cannot apply, or an
+/// item edited twice.
+fn changes_by_item(
+    items: &[Value],
+    edits: Vec<Edit>,
+    released: &ReleasedItems,
+) -> Result<(HashMap<usize, Change>, Vec<Value>), KrmResult> {
+    let count = items.len();
     let mut changes: HashMap<usize, Change> = HashMap::new();
     let mut added = Vec::new();
     for edit in edits {
@@ -90,6 +141,16 @@ pub fn apply_into(
             )));
         }
     }
+    Ok((changes, added))
+}
+
+/// Checks that no two output items share a file slot, before anything is changed.
+fn check_output_files(
+    items: &[Value],
+    changes: &HashMap<usize, Change>,
+    added: &[Value],
+    released: &ReleasedItems,
+) -> Result<(), KrmResult> {
     // A patch that may change the file annotations is tried on a copy for the check (rare: the
     // ones modes send touch other keys, and copying is what patches are there to avoid).
     let tried: HashMap<usize, Value> = changes
@@ -118,46 +179,7 @@ pub fn apply_into(
             Some(Change::Remove) => None,
         })
         .chain(added.iter().map(Seen::Item));
-    check_unique_files(output_view)?;
-    drop(tried);
-    let mut origins: Vec<Option<usize>> = Vec::with_capacity(count + added.len());
-    from.clear();
-    if changes.is_empty() {
-        origins.extend((0..count).map(Some));
-        from.extend((0..count).map(Some));
-    } else {
-        let old = std::mem::take(items);
-        items.reserve(count + added.len());
-        for (index, item) in old.into_iter().enumerate() {
-            match changes.remove(&index) {
-                None => {
-                    items.push(item);
-                    origins.push(Some(index));
-                    from.push(Some(index));
-                }
-                Some(Change::Replace(replacement)) => {
-                    items.push(replacement);
-                    origins.push(None);
-                    from.push(Some(index));
-                    dropped.push(item);
-                }
-                Some(Change::Patch(ops)) => {
-                    let mut item = item;
-                    for op in &ops {
-                        op.apply_to(&mut item);
-                    }
-                    items.push(item);
-                    origins.push(None);
-                    from.push(Some(index));
-                }
-                Some(Change::Remove) => dropped.push(item),
-            }
-        }
-    }
-    origins.extend(added.iter().map(|_| None));
-    from.extend(added.iter().map(|_| None));
-    items.extend(added);
-    Ok(origins)
+    check_unique_files(output_view)
 }
 
 /// Whether `op` may change where the item is written: its path is, or leads to, one of the file

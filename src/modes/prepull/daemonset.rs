@@ -36,50 +36,7 @@ const NOOP_DIR: &str = "/noop";
 /// The DaemonSet `metallb-image-prepull`.
 pub fn daemonset(spec: &MetalLBImagePrepullSpec, images: &[PrepullImage]) -> DaemonSet {
     let uid = spec.run_as_user;
-    // Without a shell in the images: copy a static busybox into an emptyDir first and run it
-    // as `true` (busybox picks the applet from argv[0]) in every pre-pull container.
-    let noop_mount = || VolumeMount {
-        name: "noop".into(),
-        mount_path: NOOP_DIR.into(),
-        ..Default::default()
-    };
-    let (command, mounts) = match &spec.noop_image {
-        Some(_) => (
-            vec![format!("{NOOP_DIR}/true")],
-            Some(vec![VolumeMount {
-                read_only: Some(true),
-                ..noop_mount()
-            }]),
-        ),
-        None => (spec.noop_command.clone(), None),
-    };
-    let mut init_containers: Vec<Container> = Vec::with_capacity(images.len() + 1);
-    if let Some(noop_image) = &spec.noop_image {
-        init_containers.push(Container {
-            name: "install-noop".into(),
-            image: Some(noop_image.to_string()),
-            image_pull_policy: Some("IfNotPresent".into()),
-            command: Some(vec![
-                "/bin/cp".into(),
-                "/bin/busybox".into(),
-                format!("{NOOP_DIR}/true"),
-            ]),
-            resources: Some(resources(("1m", "8Mi"), ("50m", "32Mi"))),
-            security_context: Some(restricted_container(uid)),
-            volume_mounts: Some(vec![noop_mount()]),
-            ..Default::default()
-        });
-    }
-    init_containers.extend(images.iter().enumerate().map(|(i, image)| Container {
-        name: container_name(i, image),
-        image: Some(image.image.to_string()),
-        image_pull_policy: Some("IfNotPresent".into()),
-        command: Some(command.clone()),
-        resources: Some(resources(("1m", "8Mi"), ("50m", "32Mi"))),
-        security_context: Some(restricted_container(uid)),
-        volume_mounts: mounts.clone(),
-        ..Default::default()
-    }));
+    let init_containers = init_containers(spec, images);
     let volumes = spec.noop_image.as_ref().map(|_| {
         vec![Volume {
             name: "noop".into(),
@@ -90,23 +47,7 @@ pub fn daemonset(spec: &MetalLBImagePrepullSpec, images: &[PrepullImage]) -> Dae
             ..Default::default()
         }]
     });
-    let tolerations = match &spec.tolerations {
-        Some(list) => list
-            .iter()
-            .map(|t| CoreToleration {
-                key: t.key.clone(),
-                operator: t.operator.clone(),
-                value: t.value.clone(),
-                effect: t.effect.clone(),
-                toleration_seconds: t.toleration_seconds,
-            })
-            .collect(),
-        // frr-k8s runs on every Linux node including control planes: tolerate every taint.
-        None => vec![CoreToleration {
-            operator: Some("Exists".into()),
-            ..Default::default()
-        }],
-    };
+    let tolerations = tolerations(spec);
     let selector = BTreeMap::from([(NAME_LABEL.to_string(), UNIT.to_string())]);
     DaemonSet {
         metadata: meta(UNIT, &spec.namespace, "image-prepull"),
@@ -156,6 +97,78 @@ pub fn daemonset(spec: &MetalLBImagePrepullSpec, images: &[PrepullImage]) -> Dae
             ..Default::default()
         }),
         ..Default::default()
+    }
+}
+
+/// The init containers: one per image, each running a no-op so the kubelet pulls the image
+/// (after the static no-op is installed, when `noopImage` is set).
+fn init_containers(spec: &MetalLBImagePrepullSpec, images: &[PrepullImage]) -> Vec<Container> {
+    let uid = spec.run_as_user;
+    // Without a shell in the images: copy a static busybox into an emptyDir first and run it
+    // as `true` (busybox picks the applet from argv[0]) in every pre-pull container.
+    let noop_mount = || VolumeMount {
+        name: "noop".into(),
+        mount_path: NOOP_DIR.into(),
+        ..Default::default()
+    };
+    let (command, mounts) = match &spec.noop_image {
+        Some(_) => (
+            vec![format!("{NOOP_DIR}/true")],
+            Some(vec![VolumeMount {
+                read_only: Some(true),
+                ..noop_mount()
+            }]),
+        ),
+        None => (spec.noop_command.clone(), None),
+    };
+    let mut init_containers: Vec<Container> = Vec::with_capacity(images.len() + 1);
+    if let Some(noop_image) = &spec.noop_image {
+        init_containers.push(Container {
+            name: "install-noop".into(),
+            image: Some(noop_image.to_string()),
+            image_pull_policy: Some("IfNotPresent".into()),
+            command: Some(vec![
+                "/bin/cp".into(),
+                "/bin/busybox".into(),
+                format!("{NOOP_DIR}/true"),
+            ]),
+            resources: Some(resources(("1m", "8Mi"), ("50m", "32Mi"))),
+            security_context: Some(restricted_container(uid)),
+            volume_mounts: Some(vec![noop_mount()]),
+            ..Default::default()
+        });
+    }
+    init_containers.extend(images.iter().enumerate().map(|(i, image)| Container {
+        name: container_name(i, image),
+        image: Some(image.image.to_string()),
+        image_pull_policy: Some("IfNotPresent".into()),
+        command: Some(command.clone()),
+        resources: Some(resources(("1m", "8Mi"), ("50m", "32Mi"))),
+        security_context: Some(restricted_container(uid)),
+        volume_mounts: mounts.clone(),
+        ..Default::default()
+    }));
+    init_containers
+}
+
+/// The pods' tolerations: the configured ones, or every taint.
+fn tolerations(spec: &MetalLBImagePrepullSpec) -> Vec<CoreToleration> {
+    match &spec.tolerations {
+        Some(list) => list
+            .iter()
+            .map(|t| CoreToleration {
+                key: t.key.clone(),
+                operator: t.operator.clone(),
+                value: t.value.clone(),
+                effect: t.effect.clone(),
+                toleration_seconds: t.toleration_seconds,
+            })
+            .collect(),
+        // frr-k8s runs on every Linux node including control planes: tolerate every taint.
+        None => vec![CoreToleration {
+            operator: Some("Exists".into()),
+            ..Default::default()
+        }],
     }
 }
 
