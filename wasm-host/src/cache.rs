@@ -1,14 +1,17 @@
 //! Cache of compiled modules, so that only the first run of a module pays for Cranelift.
 //!
-//! Entries are `<dir>/<sha256 of the module bytes>-wasmtime-<version>-<arch>.cwasm`, the output of
+//! Entries are `<dir>/<BLAKE3 of the module bytes>-wasmtime-<version>-<arch>.cwasm`, the output of
 //! [`Module::serialize`]. The cache is an optimisation only: any failure to read or write it
 //! falls back to compiling in memory, silently (a KRM function's stderr is for its results).
+//!
+//! A hit costs one pass of the hash over the module, streamed through a small buffer: the module
+//! is several MiB, and reading it whole into fresh memory and hashing it with SHA-256 was more
+//! than half of the host's own time on a small input (docs/wasm.md, Compiled-code cache).
 
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
 use wasmtime::error::Context;
 use wasmtime::{Engine, Module};
 
@@ -32,19 +35,19 @@ pub fn dir() -> Option<PathBuf> {
 /// Loads the module at `path`: from the cache when a valid entry exists, else compiled (and
 /// stored in the cache when `cache_dir` is given and writable).
 pub fn load(engine: &Engine, path: &Path, cache_dir: Option<&Path>) -> wasmtime::Result<Module> {
-    let bytes = fs::read(path).with_context(|| format!("cannot read module {}", path.display()))?;
-    let Some(entry) = cache_dir.map(|dir| dir.join(entry_name(&bytes))) else {
-        return compile(engine, &bytes, path);
+    let Some(dir) = cache_dir else {
+        return compile(engine, &read(path)?, path);
     };
+    let entry = dir.join(entry_name(&hash_file(path)?));
     if entry.is_file() {
         // SAFETY: `deserialize_file` maps the file and runs its machine code, so it must be the
         // output of `Module::serialize` and nothing else. Only `store` below writes files under
         // these names, and it writes them complete to a temporary name and then renames them,
-        // so a reader never sees a partial entry. The name carries the SHA-256 of the module and
-        // the wasmtime version, and wasmtime itself checks the header (version, target, engine
-        // settings) and rejects a mismatch, which we treat like a miss. What this cannot stop is
-        // someone who can write to the user's cache directory planting code — but such a person
-        // can as well replace the executables in the user's own directories.
+        // so a reader never sees a partial entry. The name carries the BLAKE3 hash of the module
+        // and the wasmtime version, and wasmtime itself checks the header (version, target,
+        // engine settings) and rejects a mismatch, which we treat like a miss. What this cannot
+        // stop is someone who can write to the user's cache directory planting code — but such a
+        // person can as well replace the executables in the user's own directories.
         match unsafe { Module::deserialize_file(engine, &entry) } {
             Ok(module) => return Ok(module),
             Err(_) => {
@@ -53,23 +56,42 @@ pub fn load(engine: &Engine, path: &Path, cache_dir: Option<&Path>) -> wasmtime:
             }
         }
     }
+    // A miss: the entry is named after the bytes compiled, hashed again here, not after the
+    // streamed hash above; the file may have been replaced in between, and an entry must never
+    // hold code compiled from other bytes than its name says.
+    let bytes = read(path)?;
     let module = compile(engine, &bytes, path)?;
     if let Ok(serialized) = module.serialize() {
-        let _ = store(&entry, &serialized);
+        let _ = store(&dir.join(entry_name(&blake3::hash(&bytes))), &serialized);
     }
     Ok(module)
+}
+
+fn read(path: &Path) -> wasmtime::Result<Vec<u8>> {
+    fs::read(path).with_context(|| format!("cannot read module {}", path.display()))
+}
+
+/// The module's hash, read through a 64 KiB buffer rather than into memory as large as the
+/// module (whose fresh pages cost more to fault in than the hash costs to compute).
+fn hash_file(path: &Path) -> wasmtime::Result<blake3::Hash> {
+    let file =
+        fs::File::open(path).with_context(|| format!("cannot read module {}", path.display()))?;
+    let mut hasher = blake3::Hasher::new();
+    hasher
+        .update_reader(file)
+        .with_context(|| format!("cannot read module {}", path.display()))?;
+    Ok(hasher.finalize())
 }
 
 fn compile(engine: &Engine, bytes: &[u8], path: &Path) -> wasmtime::Result<Module> {
     Module::new(engine, bytes).with_context(|| format!("cannot compile module {}", path.display()))
 }
 
-/// The entry's file name for a module's bytes.
-fn entry_name(module_bytes: &[u8]) -> String {
-    let hash = Sha256::digest(module_bytes);
-    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+/// The entry's file name for a module's hash.
+fn entry_name(module_hash: &blake3::Hash) -> String {
     format!(
-        "{hex}-wasmtime-{WASMTIME_VERSION}-{}.cwasm",
+        "{}-wasmtime-{WASMTIME_VERSION}-{}.cwasm",
+        module_hash.to_hex(),
         std::env::consts::ARCH
     )
 }
@@ -119,9 +141,26 @@ mod tests {
 
     #[test]
     fn entry_names_differ_by_module_content() {
-        assert_ne!(entry_name(b"a"), entry_name(b"b"));
-        assert!(entry_name(b"a").starts_with(
-            "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb-wasmtime-48.0.8-"
+        assert_ne!(
+            entry_name(&blake3::hash(b"a")),
+            entry_name(&blake3::hash(b"b"))
+        );
+        // BLAKE3's published value for "abc".
+        assert!(entry_name(&blake3::hash(b"abc")).starts_with(
+            "6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85-wasmtime-48.0.8-"
         ));
+    }
+
+    #[test]
+    fn the_streamed_hash_is_the_hash_of_the_bytes() {
+        let dir = std::env::temp_dir().join(format!("cutover-wasm-hash-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("module.wasm");
+        // Longer than the 64 KiB read buffer, and not a multiple of it.
+        let bytes: Vec<u8> = (0..200_001u32).map(|i| (i % 251) as u8).collect();
+        fs::write(&path, &bytes).unwrap();
+        let streamed = hash_file(&path).unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(streamed, blake3::hash(&bytes));
     }
 }
