@@ -112,7 +112,9 @@ status:
 }
 
 fn run(items: &[&str], fc: &str) -> Run {
-    run_fn(resource_list(items, Some(fc)).as_bytes())
+    let run = run_fn(resource_list(items, Some(fc)).as_bytes());
+    common::assert_announcer_checks(&run);
+    run
 }
 
 fn values(items: &[&str]) -> Vec<Value> {

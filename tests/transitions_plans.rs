@@ -37,6 +37,7 @@ fn plan(case: &str, live: &str, before: &str, spec: &str) -> Plan {
         "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata:\n  name: announcer\nspec:\n  announcer: cilium\n{spec}"
     );
     let run = common::run_fn(common::resource_list(&refs, Some(&fc)).as_bytes());
+    common::assert_announcer_checks(&run);
     let list = run.resource_list();
     let items = list["items"]
         .as_sequence()

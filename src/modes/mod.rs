@@ -110,6 +110,9 @@ impl From<Outcome> for Ran {
     }
 }
 
+/// The `check` tag of the result that says nothing was changed, in every mode.
+pub const OUTCOME_CHECK: &str = "outcome";
+
 /// What a mode reports when its outcome has an error (the engine then applies nothing): the
 /// infos that describe edits are dropped, errors and warnings kept, and one info says so.
 pub(crate) fn nothing_changed(outcome: &mut Outcome) {
@@ -118,7 +121,7 @@ pub(crate) fn nothing_changed(outcome: &mut Outcome) {
         .retain(|r| r.severity != crate::krm::Severity::Info);
     outcome.results.push(
         KrmResult::info("nothing was changed: fix the errors above and run again")
-            .tag("check", "outcome"),
+            .tag("check", OUTCOME_CHECK),
     );
 }
 

@@ -53,6 +53,36 @@ impl Run {
     }
 }
 
+/// The `check` tags of the engine's own results (README, "Result tags"): the function config,
+/// an edit the engine cannot apply, an input item that is not a KRM resource.
+pub const ENGINE_CHECKS: [&str; 3] = [
+    cutover::config::CHECK,
+    cutover::function::ENGINE_CHECK,
+    "krm-item",
+];
+
+/// Asserts that every result of a `LoadBalancerAnnouncer` run carries a `check` that the mode's
+/// documentation lists ([`cutover::modes::announcer::Check::ALL`], tested against the doc) or
+/// one of the engine's own: operators filter results by it.
+#[allow(dead_code)] // not every test crate runs the announcer
+pub fn assert_announcer_checks(run: &Run) {
+    if run.stdout.is_empty() {
+        return;
+    }
+    for r in run.results() {
+        let check = r["tags"]["check"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a result without a check tag: {r:?}"));
+        assert!(
+            cutover::modes::announcer::Check::ALL
+                .iter()
+                .any(|c| c.as_str() == check)
+                || ENGINE_CHECKS.contains(&check),
+            "check {check:?} is not documented (docs/modes/load-balancer-announcer.md, Results): {r:?}"
+        );
+    }
+}
+
 /// Repository root.
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

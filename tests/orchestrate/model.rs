@@ -16,6 +16,7 @@ pub(crate) fn run_items(items: &[Value], spec: &str) -> Vec<Value> {
         "apiVersion: fn.cutover.dev/v1alpha1\nkind: LoadBalancerAnnouncer\nmetadata:\n  name: announcer\nspec:\n  announcer: cilium\n{spec}"
     );
     let run = common::run_fn(common::resource_list(&refs, Some(&fc)).as_bytes());
+    common::assert_announcer_checks(&run);
     assert_eq!(run.code, 0, "{}\n{:?}", run.stderr, run.results());
     run.resource_list()["items"].as_sequence().unwrap().clone()
 }

@@ -8,6 +8,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_yaml::Value;
 
+use super::Check;
 use super::cilium::{IpPool, L2Policy, SVC_NAME_LABEL, SVC_NAMESPACE_LABEL, interface_from_regex};
 use super::inventory::{Advertisement, Inventory, Pool};
 use super::ipam::{CiliumBlock, parse_ip};
@@ -503,7 +504,7 @@ impl<'a> Proof<'a> {
                 ))
                 .about_svc(svc)
                 .field("metadata")
-                .tag("check", "coverage"),
+                .tag("check", Check::Coverage),
             );
             return;
         }
@@ -515,7 +516,7 @@ impl<'a> Proof<'a> {
                     plan_name(svc)
                 ))
                 .about_svc(svc)
-                .tag("check", "coverage"),
+                .tag("check", Check::Coverage),
             );
             return;
         }
@@ -562,7 +563,7 @@ impl<'a> Proof<'a> {
             self.results.push(
                 KrmResult::info(line)
                     .about_svc(svc)
-                    .tag("check", "coverage"),
+                    .tag("check", Check::Coverage),
             );
         }
     }
@@ -618,7 +619,7 @@ impl<'a> Proof<'a> {
                 "coverage: {} of {} LoadBalancer Services served by MetalLB keep their IP, pool, announcing nodes and interfaces{others}{unseen}",
                 self.ok, self.checked
             ))
-            .tag("check", "coverage")
+            .tag("check", Check::Coverage)
             // The counts, for tools and for the test that every Service not kept is accounted for.
             .tag("checked", self.checked.to_string())
             .tag("kept", self.ok.to_string())

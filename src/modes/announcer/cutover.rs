@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_yaml::{Mapping, Value};
 
+use super::Check;
 use super::config::{LoadBalancerAnnouncerSpec, Phase};
 use super::inventory::{Inventory, MANAGED_BY};
 use super::report::{service_change, strip_orchestrator};
@@ -96,12 +97,10 @@ impl<'a> Cutover<'a> {
     /// Tags the results pushed since `from` with `check` (unless they carry one) and, for a step
     /// that edits for the phase, with `phase` too: `Some(true)` on every result, `Some(false)`
     /// on its infos (the edits; its errors and warnings hold in any phase).
-    fn tag_step(&mut self, from: usize, check: &str, phase: Option<bool>) {
+    fn tag_step(&mut self, from: usize, check: Check, phase: Option<bool>) {
         let name = self.phase.as_str();
         for r in &mut self.results[from..] {
-            r.tags
-                .entry("check".into())
-                .or_insert_with(|| check.to_owned());
+            r.tags.entry("check".into()).or_insert_with(|| check.into());
             let tagged = match phase {
                 Some(all) => all || r.severity == Severity::Info,
                 None => false,
@@ -125,15 +124,15 @@ impl<'a> Cutover<'a> {
             let r = self
                 .about_config(r)
                 .field("spec.poolLabel")
-                .tag("check", "input");
+                .tag("check", Check::Input);
             self.results.push(r);
             return self.finish();
         }
         let Some(version) = self.version() else {
-            self.tag_step(0, "cilium-version", None);
+            self.tag_step(0, Check::CiliumVersion, None);
             return self.finish();
         };
-        self.tag_step(0, "cilium-version", None);
+        self.tag_step(0, Check::CiliumVersion, None);
         let mark = self.results.len();
         for &i in &self.inv.bgp {
             self.results.push(
@@ -145,7 +144,7 @@ impl<'a> Cutover<'a> {
                 .field("kind"),
             );
         }
-        self.tag_step(mark, "bgp", None);
+        self.tag_step(mark, Check::Bgp, None);
         let mut tr = translate::Translated::default();
         let mark = self.results.len();
         translate::pools(
@@ -156,7 +155,7 @@ impl<'a> Cutover<'a> {
             &mut tr,
             &mut self.results,
         );
-        self.tag_step(mark, "pools", None);
+        self.tag_step(mark, Check::Pools, None);
         let mark = self.results.len();
         policies::policies(
             self.inv,
@@ -165,10 +164,10 @@ impl<'a> Cutover<'a> {
             &mut tr,
             &mut self.results,
         );
-        self.tag_step(mark, "l2-policies", None);
+        self.tag_step(mark, Check::L2Policies, None);
         let mark = self.results.len();
         self.preconditions(tr.pools.len(), &version);
-        self.tag_step(mark, "transitions", None);
+        self.tag_step(mark, Check::Transitions, None);
         if tr.too_large {
             // The translation stopped at its size bound (see translate::MAX_SELECTOR_POOL_NAMES):
             // nothing to prove or emit.
@@ -176,7 +175,7 @@ impl<'a> Cutover<'a> {
         }
         let mark = self.results.len();
         self.ipv6(&version);
-        self.tag_step(mark, "ipv6", None);
+        self.tag_step(mark, Check::Ipv6, None);
         let protocol_value = self.protocol_value();
         let mark = self.results.len();
         let plans = services::plan(
@@ -186,36 +185,36 @@ impl<'a> Cutover<'a> {
             self.spec.accept_local_traffic_policy_change,
             &mut self.results,
         );
-        self.tag_step(mark, "services", None);
+        self.tag_step(mark, Check::Services, None);
         // Chart values first: the Services charts render in the cluster hold leases too.
         let unseen = self.values_annotations(&version);
         let mark = self.results.len();
         self.cilium_values(&version, plans.len() + unseen);
-        self.tag_step(mark, "cilium-values", Some(false));
+        self.tag_step(mark, Check::CiliumValues, Some(false));
         let mark = self.results.len();
         self.speaker();
-        self.tag_step(mark, "speaker", Some(true));
+        self.tag_step(mark, Check::Speaker, Some(true));
         // Generated objects.
         let pools: Vec<cilium::IpPool> = tr.pools.iter().map(|g| g.object.clone()).collect();
         let policies: Vec<cilium::L2Policy> =
             tr.policies.iter().map(|g| g.object.clone()).collect();
         let mark = self.results.len();
         self.emit_generated(&tr);
-        self.tag_step(mark, "generated-objects", Some(false));
+        self.tag_step(mark, Check::GeneratedObjects, Some(false));
         let mut proof = coverage::Proof::new(self.inv, self.items, &pools, &policies);
         proof.unseen(unseen);
         let mark = self.results.len();
         self.rewrite_services(plans, &mut proof);
-        self.tag_step(mark, "service-rewrite", Some(false));
+        self.tag_step(mark, Check::ServiceRewrite, Some(false));
         self.results.extend(proof.finish());
         let mark = self.results.len();
         if self.phase == Phase::Cutover {
             self.remove_metallb();
-            self.tag_step(mark, "removal", Some(false));
+            self.tag_step(mark, Check::Removal, Some(false));
         } else {
             let next = self.next_step();
             self.results.push(KrmResult::info(next));
-            self.tag_step(mark, "next-step", Some(true));
+            self.tag_step(mark, Check::NextStep, Some(true));
         }
         self.finish()
     }

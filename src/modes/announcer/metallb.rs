@@ -3,6 +3,7 @@
 
 use serde_yaml::Value;
 
+use super::Check;
 use super::config::Phase;
 use super::cutover::Cutover;
 use super::inputs;
@@ -48,7 +49,7 @@ impl Cutover<'_> {
                      stop-speaker change",
                 )
                 .about(&self.items[index])
-                .tag("check", "phase-order")
+                .tag("check", Check::PhaseOrder)
                 .tag("phase", Phase::Prepare.as_str()),
             );
         }

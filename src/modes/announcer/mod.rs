@@ -6,6 +6,7 @@
 //! prove coverage (`coverage`) → emit the edits of the selected phase, or (announcer `metallb`)
 //! report them as a plan without changing anything.
 
+mod check;
 mod cilium;
 mod config;
 mod coverage;
@@ -33,6 +34,7 @@ mod values;
 mod values_annotations;
 mod version;
 
+pub use check::Check;
 pub use config::*;
 pub use inputs::{Reader, passes_through, read};
 
@@ -67,7 +69,7 @@ pub fn run_read(
     for r in &mut results {
         r.tags
             .entry("check".into())
-            .or_insert_with(|| "input".into());
+            .or_insert_with(|| Check::Input.into());
     }
     let outcome = run_inventory(spec, items, function_config, &inv, results);
     // 10k Services' facts: freed off the critical path, like the engine's garbage.
@@ -107,7 +109,7 @@ fn run_inventory(
             KrmResult::info(
                 "no MetalLB IPAddressPool, L2Advertisement or BGP object among the items: nothing to migrate",
             )
-            .tag("check", "inventory"),
+            .tag("check", Check::Inventory),
         );
         Outcome {
             edits: Vec::new(),
@@ -139,7 +141,7 @@ fn run_inventory(
     for r in &mut switch_errors {
         r.tags
             .entry("check".into())
-            .or_insert_with(|| "announcer-switch".into());
+            .or_insert_with(|| Check::AnnouncerSwitch.into());
     }
     outcome.results.splice(0..0, switch_errors);
     if spec.fail_on_warnings {
@@ -152,7 +154,7 @@ fn run_inventory(
                     "plan: failOnWarnings does not apply to a plan (announcer metallb): its warnings stay \
                      warnings; those tagged planSeverity: error are what blocks the cutover",
                 )
-                .tag("check", "plan")
+                .tag("check", Check::Plan)
                 .tag("plan", "true"),
             );
         }
@@ -190,7 +192,7 @@ fn after_cutover(phase: Phase, inv: &Inventory, items: &[Value]) -> Option<KrmRe
             phase.as_str()
         ))
         .about(&items[index])
-        .tag("check", "phase-order")
+        .tag("check", Check::PhaseOrder)
         .tag("phase", phase.as_str()),
     )
 }

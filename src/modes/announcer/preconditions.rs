@@ -2,6 +2,7 @@
 //! see it: the answers the transition model ([`super::model`]) gives, checked on the items and
 //! the observed state. Each refusal names the object and the way out.
 
+use super::Check;
 use super::config::Phase;
 use super::cutover::Cutover;
 use super::inventory::MANAGED_BY;
@@ -66,7 +67,7 @@ impl Cutover<'_> {
             why.join("; ")
         ));
         let r = self.about_config(r).field("spec.ciliumOperatorStopped");
-        self.results.push(r.tag("check", "transitions"));
+        self.results.push(r.tag("check", Check::Transitions));
     }
 
     /// A pool cutover did not make means LB-IPAM is already awake: it imports or strips every
@@ -86,7 +87,7 @@ impl Cutover<'_> {
                 KrmResult::error(foreign_message(kind, name, "is among the items"))
                     .about(item)
                     .field("metadata.labels")
-                    .tag("check", "transitions"),
+                    .tag("check", Check::Transitions),
             );
         }
         let Some(observed) = &self.inv.observed else {
@@ -112,7 +113,7 @@ impl Cutover<'_> {
             ))
             .about(&items[observed.index])
             .field(field)
-            .tag("check", "transitions");
+            .tag("check", Check::Transitions);
             self.results.push(r);
         }
     }
@@ -142,7 +143,7 @@ impl Cutover<'_> {
             self.phase.as_str()
         ));
         let r = self.about_config(r).field("spec.ciliumOperatorStopped");
-        self.results.push(r.tag("check", "transitions"));
+        self.results.push(r.tag("check", Check::Transitions));
     }
 
     /// Phase cutover while the observed state still shows speaker pods (Cilium's policies would
@@ -165,7 +166,7 @@ impl Cutover<'_> {
             ))
             .about(&self.items[observed.index])
             .field("metallb.controllerPods")
-            .tag("check", "transitions");
+            .tag("check", Check::Transitions);
             self.results.push(r);
         }
         if observed.speaker_nodes.is_empty() {
@@ -180,7 +181,7 @@ impl Cutover<'_> {
         ))
         .about(&self.items[observed.index])
         .field("metallb.speakerNodes")
-        .tag("check", "transitions");
+        .tag("check", Check::Transitions);
         self.results.push(r);
     }
 }

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_yaml::{Mapping, Value};
 
+use super::Check;
 use super::config::Phase;
 use crate::krm::annotations::is_orchestrator_annotation;
 use crate::krm::{Edit, KrmObject, KrmResult, Outcome, PatchOp, Severity};
@@ -31,7 +32,7 @@ pub(super) fn as_plan(outcome: Outcome) -> Outcome {
                 "plan: announcer cilium applies this in three phases: prepare (pools, Service annotations, \
                  Cilium values), stop-speaker (MetalLB speaker stopped), cutover (L2 policies, MetalLB removed)",
             )
-            .tag("check", "plan")
+            .tag("check", Check::Plan)
             .tag("plan", "true"),
         );
     }
@@ -52,7 +53,7 @@ pub(super) fn as_plan(outcome: Outcome) -> Outcome {
             // Removals and changes are already described, item by item, by the results above.
             Edit::Replace { .. } | Edit::Patch { .. } | Edit::Remove { .. } => continue,
         };
-        results.push(r.tag("check", "generated-objects").tag("plan", "true"));
+        results.push(r.tag("check", Check::GeneratedObjects).tag("plan", "true"));
     }
     Outcome {
         edits: Vec::new(),

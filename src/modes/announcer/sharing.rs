@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::Check;
 use super::inventory::Inventory;
 use super::service::Protocol;
 use super::service::{AboutService, LbService};
@@ -245,7 +246,7 @@ fn permissions(
                 ))
                 .about_svc(svcs[0])
                 .field("metadata.annotations")
-                .tag("check", "sharing")
+                .tag("check", Check::Sharing)
                 .tag("sharingKey", key),
             );
             "*".to_owned()
@@ -550,7 +551,7 @@ fn split_error(
     ))
     .about_svc(svcs[0])
     .field("metadata.annotations")
-    .tag("check", "sharing")
+    .tag("check", Check::Sharing)
     .tag("rule", split.rule())
     .tag("sharingKey", key)
 }

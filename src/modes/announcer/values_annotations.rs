@@ -7,14 +7,12 @@
 
 use serde_yaml::{Mapping, Value};
 
+use super::Check;
 use super::config::Phase;
 use super::helm;
 use super::install::ValuesAt;
 use super::services::{CiliumKeys, METALLB_OLD_PREFIX, METALLB_PREFIX};
 use crate::krm::{KrmObject, KrmResult};
-
-/// The check name on every result of this step.
-pub const CHECK: &str = "values-annotations";
 
 /// What the step found and changed in one item.
 #[derive(Debug, Default)]
@@ -138,7 +136,7 @@ impl Walk<'_> {
             ))
             .about(self.item)
             .field(path.join("."))
-            .tag("check", CHECK),
+            .tag("check", Check::ValuesAnnotations),
         );
     }
 
@@ -214,7 +212,7 @@ impl Walk<'_> {
                         .about(self.item)
                         .field(target_field.join("."))
                         .proposed(v)
-                        .tag("check", CHECK)
+                        .tag("check", Check::ValuesAnnotations)
                         .tag("phase", self.phase.as_str()),
                     );
                 }
@@ -228,7 +226,7 @@ impl Walk<'_> {
                     .about(self.item)
                     .field(field.join("."))
                     .current(value)
-                    .tag("check", CHECK)
+                    .tag("check", Check::ValuesAnnotations)
                     .tag("phase", self.phase.as_str()),
                 );
             }

@@ -14,6 +14,7 @@ use super::GENERATED_BY_CHAIN;
 use crate::krm::annotations::is_orchestrator_annotation;
 use crate::krm::object::set_annotation;
 use crate::krm::{KrmObject, KrmResult};
+use crate::modes::announcer::Check;
 use crate::modes::announcer::expected::ExpectedState;
 
 /// The phases in order.
@@ -216,12 +217,15 @@ fn keep_results(
     for mut r in results {
         // The phase order is the chain's own; the next step is the next Kustomization.
         let check = r.tags.get("check").map(String::as_str);
-        if matches!(check, Some("phase-order" | "next-step" | "outcome")) {
+        if [Check::PhaseOrder, Check::NextStep, Check::Outcome]
+            .iter()
+            .any(|c| c.is(check))
+        {
             continue;
         }
         // "Apply the Services and the pools with one Kustomization": the chain does (both
         // are in the prepare payload), so Flux applies the pins first.
-        let pins_first = check == Some("transitions")
+        let pins_first = Check::Transitions.is(check)
             && r.is_warning()
             && r.field
                 .as_ref()

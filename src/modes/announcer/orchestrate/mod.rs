@@ -37,6 +37,7 @@ pub use gate::{LIVE_RESOURCES, METALLB_RESOURCES};
 use super::config::LoadBalancerAnnouncerSpec;
 use super::observed;
 use crate::krm::{KrmObject, KrmResult, Outcome};
+use crate::modes::announcer::Check;
 use handover::{check_handed_over, handover};
 use payload::emit;
 
@@ -64,7 +65,7 @@ pub fn run(
                     if r.tags.contains_key("check") {
                         r
                     } else {
-                        r.tag("check", "orchestrate")
+                        r.tag("check", Check::Orchestrate)
                     }
                 })
                 .collect(),
@@ -139,7 +140,7 @@ fn plan(
     for r in &mut results {
         r.tags
             .entry("check".into())
-            .or_insert_with(|| "orchestrate".into());
+            .or_insert_with(|| Check::Orchestrate.into());
     }
     outcome.results = results;
     Ok(outcome)
