@@ -4,16 +4,21 @@
 //! [`Module::serialize`]. The cache is an optimisation only: any failure to read or write it
 //! falls back to compiling in memory, silently (a KRM function's stderr is for its results).
 //!
-//! A hit costs one pass of the hash over the module, streamed through a small buffer: the module
-//! is several MiB, and reading it whole into fresh memory and hashing it with SHA-256 was more
-//! than half of the host's own time on a small input (docs/wasm.md, Compiled-code cache).
+//! Finding the entry needs the module's hash. The module is several MiB, and hashing it was most
+//! of the host's own time on a small input (docs/wasm.md, Compiled-code cache), so a hash is
+//! remembered with the file's state in a stamp (`stamp`), and a run that finds the file
+//! unchanged takes the hash from there. Otherwise the module is hashed in one pass, streamed
+//! through a small buffer rather than read into fresh memory as large as the module.
 
 use std::fs;
-use std::io::Write;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use wasmtime::error::Context;
 use wasmtime::{Engine, Module};
+
+use crate::stamp::{self, FileState};
 
 /// The wasmtime version compiled in; part of every cache key (kept equal to the exact pin in
 /// Cargo.toml by the `wasmtime_version_matches_the_pin` test).
@@ -38,48 +43,78 @@ pub fn load(engine: &Engine, path: &Path, cache_dir: Option<&Path>) -> wasmtime:
     let Some(dir) = cache_dir else {
         return compile(engine, &read(path)?, path);
     };
-    let entry = dir.join(entry_name(&hash_file(path)?));
-    if entry.is_file() {
-        // SAFETY: `deserialize_file` maps the file and runs its machine code, so it must be the
-        // output of `Module::serialize` and nothing else. Only `store` below writes files under
-        // these names, and it writes them complete to a temporary name and then renames them,
-        // so a reader never sees a partial entry. The name carries the BLAKE3 hash of the module
-        // and the wasmtime version, and wasmtime itself checks the header (version, target,
-        // engine settings) and rejects a mismatch, which we treat like a miss. What this cannot
-        // stop is someone who can write to the user's cache directory planting code — but such a
-        // person can as well replace the executables in the user's own directories.
-        match unsafe { Module::deserialize_file(engine, &entry) } {
-            Ok(module) => return Ok(module),
-            Err(_) => {
-                // Corrupt or incompatible: recompile below and overwrite it.
-                let _ = fs::remove_file(&entry);
-            }
-        }
+    let cannot_read = || format!("cannot read module {}", path.display());
+    let mut file = fs::File::open(path).with_context(cannot_read)?;
+    let state = FileState::of(&file.metadata().with_context(cannot_read)?);
+    if let Some(hash) = stamp::lookup(dir, &state)
+        && let Some(module) = cached(engine, &dir.join(entry_name(&hash)))
+    {
+        return Ok(module);
+    }
+    let hash = hash_stream(&mut file).with_context(cannot_read)?;
+    if let Some(module) = cached(engine, &dir.join(entry_name(&hash))) {
+        record_unless_changed(dir, &file, &state, &hash);
+        return Ok(module);
     }
     // A miss: the entry is named after the bytes compiled, hashed again here, not after the
-    // streamed hash above; the file may have been replaced in between, and an entry must never
+    // streamed hash above; the file may have been rewritten in between, and an entry must never
     // hold code compiled from other bytes than its name says.
-    let bytes = read(path)?;
+    file.seek(SeekFrom::Start(0)).with_context(cannot_read)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).with_context(cannot_read)?;
     let module = compile(engine, &bytes, path)?;
-    if let Ok(serialized) = module.serialize() {
-        let _ = store(&dir.join(entry_name(&blake3::hash(&bytes))), &serialized);
+    let hash = blake3::hash(&bytes);
+    if let Ok(serialized) = module.serialize()
+        && store(&dir.join(entry_name(&hash)), &serialized).is_ok()
+    {
+        record_unless_changed(dir, &file, &state, &hash);
     }
     Ok(module)
+}
+
+/// The cached module in `entry`, if there is a valid one; a corrupt or incompatible entry is
+/// removed (and then recompiled and replaced by the caller).
+fn cached(engine: &Engine, entry: &Path) -> Option<Module> {
+    if !entry.is_file() {
+        return None;
+    }
+    // SAFETY: `deserialize_file` maps the file and runs its machine code, so it must be the
+    // output of `Module::serialize` and nothing else. Only `store` below writes files under
+    // these names, and it writes them complete to a temporary name and then renames them,
+    // so a reader never sees a partial entry. The name carries the BLAKE3 hash of the module
+    // (computed, or taken from a stamp recorded with it: `stamp`) and the wasmtime version, and
+    // wasmtime itself checks the header (version, target, engine settings) and rejects a
+    // mismatch, which we treat like a miss. What this cannot stop is someone who can write to
+    // the user's cache directory planting code — but such a person can as well replace the
+    // executables in the user's own directories.
+    match unsafe { Module::deserialize_file(engine, entry) } {
+        Ok(module) => Some(module),
+        Err(_) => {
+            let _ = fs::remove_file(entry);
+            None
+        }
+    }
+}
+
+/// Writes the module's stamp, so that the next run need not hash it, if the file is as it was
+/// before it was hashed (a change meanwhile moves its ctime, and the stamp would not match).
+fn record_unless_changed(dir: &Path, file: &fs::File, before: &FileState, hash: &blake3::Hash) {
+    if let Ok(meta) = file.metadata()
+        && FileState::of(&meta) == *before
+    {
+        stamp::record(dir, before, hash, SystemTime::now(), store);
+    }
 }
 
 fn read(path: &Path) -> wasmtime::Result<Vec<u8>> {
     fs::read(path).with_context(|| format!("cannot read module {}", path.display()))
 }
 
-/// The module's hash, read through a 64 KiB buffer rather than into memory as large as the
-/// module (whose fresh pages cost more to fault in than the hash costs to compute).
-fn hash_file(path: &Path) -> wasmtime::Result<blake3::Hash> {
-    let file =
-        fs::File::open(path).with_context(|| format!("cannot read module {}", path.display()))?;
+/// The hash of what `reader` yields, read through a 64 KiB buffer rather than into memory as
+/// large as the module (whose fresh pages cost more to fault in than the hash costs to compute).
+fn hash_stream(reader: &mut impl Read) -> std::io::Result<blake3::Hash> {
     let mut hasher = blake3::Hasher::new();
-    hasher
-        .update_reader(file)
-        .with_context(|| format!("cannot read module {}", path.display()))?;
+    hasher.update_reader(reader)?;
     Ok(hasher.finalize())
 }
 
@@ -159,7 +194,7 @@ mod tests {
         // Longer than the 64 KiB read buffer, and not a multiple of it.
         let bytes: Vec<u8> = (0..200_001u32).map(|i| (i % 251) as u8).collect();
         fs::write(&path, &bytes).unwrap();
-        let streamed = hash_file(&path).unwrap();
+        let streamed = hash_stream(&mut fs::File::open(&path).unwrap()).unwrap();
         fs::remove_dir_all(&dir).unwrap();
         assert_eq!(streamed, blake3::hash(&bytes));
     }

@@ -8,6 +8,7 @@ mod cache;
 mod cli;
 mod locate;
 mod run;
+mod stamp;
 
 use std::io::{Read, Write};
 use std::process::ExitCode;

@@ -80,6 +80,77 @@ fn a_corrupt_cache_entry_is_recompiled_and_replaced() {
     }
 }
 
+/// Files in the cache directory whose name starts with `prefix`.
+fn named(dir: &Path, prefix: &str) -> Vec<std::path::PathBuf> {
+    cache_entries(dir)
+        .into_iter()
+        .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with(prefix))
+        .collect()
+}
+
+#[test]
+fn a_stamp_spares_the_hash_and_a_module_rewritten_in_place_is_never_served_stale() {
+    let dir = temp_dir("stamp");
+    let cache = dir.join("cache");
+    let cache_str = cache.to_str().unwrap();
+    // Two modules of the same size that differ only in what they write.
+    let m = wat_module(&dir, "ok", OK_MODULE);
+    let other = wat_module(&dir, "no", &OK_MODULE.replace("\"ok\"", "\"no\""));
+    let (ok_bytes, no_bytes) = (std::fs::read(&m).unwrap(), std::fs::read(&other).unwrap());
+    assert_eq!(ok_bytes.len(), no_bytes.len());
+    let ok = (Some(5), "ok".to_string(), String::new());
+    let no = (Some(5), "no".to_string(), String::new());
+
+    // Just written: hashed on every run, no stamp yet.
+    assert_eq!(run_with_cache(&m, cache_str), ok);
+    assert!(named(&cache, "stamp-").is_empty());
+    assert_eq!(run_with_cache(&other, cache_str), no);
+    let no_hash = entry_hash(&cache, &no_bytes);
+
+    // Settled (its ctime older than the host's two seconds): the next run leaves a stamp.
+    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    assert_eq!(run_with_cache(&m, cache_str), ok);
+    let stamps = named(&cache, "stamp-");
+    assert_eq!(stamps.len(), 1, "{stamps:?}");
+    let stamp = std::fs::read_to_string(&stamps[0]).unwrap();
+
+    // The stamp is what later runs go by: pointed at the other module's entry, it is believed
+    // (this is the hash pass it spares), so only the file's state may decide when it is used.
+    let (state, _) = stamp.trim_end().rsplit_once(' ').unwrap();
+    std::fs::write(&stamps[0], format!("{state} {no_hash}\n")).unwrap();
+    assert_eq!(run_with_cache(&m, cache_str), no);
+    std::fs::write(&stamps[0], &stamp).unwrap();
+    assert_eq!(run_with_cache(&m, cache_str), ok);
+
+    // Rewritten in place: same inode, same size, modification time set back to the old one.
+    // Only the ctime, which the kernel moved, tells the files apart; the new code must run.
+    let modified = std::fs::metadata(&m).unwrap().modified().unwrap();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&m)
+        .unwrap();
+    std::io::Write::write_all(&mut &file, &no_bytes).unwrap();
+    file.set_modified(modified).unwrap();
+    drop(file);
+    assert_eq!(run_with_cache(&m, cache_str), no);
+    assert_eq!(run_with_cache(&m, cache_str), no);
+}
+
+/// The BLAKE3 hash of `module`, which names its entry; the entry must be in `cache`.
+fn entry_hash(cache: &Path, module: &[u8]) -> String {
+    let hash = blake3::hash(module).to_hex().to_string();
+    let names: Vec<String> = cache_entries(cache)
+        .iter()
+        .map(|p| p.file_name().unwrap().to_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        names.iter().any(|n| n.starts_with(&hash)),
+        "no entry for the module in {names:?}"
+    );
+    hash
+}
+
 #[test]
 fn an_unusable_cache_directory_only_costs_time() {
     let dir = temp_dir("unwritable");
