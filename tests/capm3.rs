@@ -7,11 +7,31 @@
 mod common;
 
 use common::{
-    crd, edit_item as edit, example_source as source, find, items, k8s, ok, run_list as run,
+    Run, crd, edit_item as edit, example_source as source, find, items, k8s, run_list,
     set_path as set, with_spec, yaml,
 };
 use k8s_openapi::api::core::v1::Namespace;
 use serde_yaml::{Mapping, Value};
+
+/// A run of the function; every result must carry a documented `check`.
+fn run(list: &Value) -> Run {
+    let r = run_list(list);
+    common::assert_capm3_checks(&r);
+    r
+}
+
+/// The ResourceList output of a run that must succeed (exit 0).
+fn ok(list: &Value) -> Value {
+    let r = run(list);
+    assert_eq!(
+        r.code,
+        0,
+        "stderr: {}\nstdout: {}",
+        r.stderr,
+        r.stdout_str()
+    );
+    r.resource_list()
+}
 
 /// Output of a run that must fail: exit 1, the items exactly as they came in.
 fn fails(list: &Value) -> Value {

@@ -66,6 +66,33 @@ pub const ENGINE_CHECKS: [&str; 3] = [
 /// one of the engine's own: operators filter results by it.
 #[allow(dead_code)] // not every test crate runs the announcer
 pub fn assert_announcer_checks(run: &Run) {
+    let documented: Vec<&str> = cutover::modes::announcer::Check::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .collect();
+    assert_checks(
+        run,
+        &documented,
+        "docs/modes/load-balancer-announcer.md, Results",
+    );
+}
+
+/// The same for a `Capm3OSImageSources` run ([`cutover::modes::capm3::Check::ALL`]).
+#[allow(dead_code)] // not every test crate runs the capm3 mode
+pub fn assert_capm3_checks(run: &Run) {
+    let documented: Vec<&str> = cutover::modes::capm3::Check::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .collect();
+    assert_checks(
+        run,
+        &documented,
+        "docs/modes/capm3-os-image-sources.md, Checks",
+    );
+}
+
+#[allow(dead_code)]
+fn assert_checks(run: &Run, documented: &[&str], doc: &str) {
     if run.stdout.is_empty() {
         return;
     }
@@ -74,11 +101,8 @@ pub fn assert_announcer_checks(run: &Run) {
             .as_str()
             .unwrap_or_else(|| panic!("a result without a check tag: {r:?}"));
         assert!(
-            cutover::modes::announcer::Check::ALL
-                .iter()
-                .any(|c| c.as_str() == check)
-                || ENGINE_CHECKS.contains(&check),
-            "check {check:?} is not documented (docs/modes/load-balancer-announcer.md, Results): {r:?}"
+            documented.contains(&check) || ENGINE_CHECKS.contains(&check),
+            "check {check:?} is not documented ({doc}): {r:?}"
         );
     }
 }

@@ -3,13 +3,14 @@
 
 use serde_yaml::Value;
 
+use super::check::Check;
 use crate::krm::{KrmResult, Severity};
 
 /// One problem a check found on an item, before it becomes a result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finding {
     /// The `check` tag.
-    pub check: &'static str,
+    pub check: Check,
     /// Severity without the fix.
     pub severity: Severity,
     /// What is wrong and why it matters.
@@ -27,7 +28,7 @@ pub struct Finding {
 impl Finding {
     /// An error that `fix: true` corrects.
     pub fn fixable_error(
-        check: &'static str,
+        check: Check,
         message: String,
         field: String,
         current: Value,

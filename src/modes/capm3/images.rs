@@ -6,6 +6,7 @@
 use serde::Deserialize;
 use serde_yaml::{Mapping, Value};
 
+use super::check::Check;
 use super::inputs::Inputs;
 use super::resources::ValuesReference;
 use super::selection::{self, Choice, ClusterFacts, Level};
@@ -63,6 +64,7 @@ pub fn served_images(
             ))
             .about(item)
             .field(format!("{field}.{}", e.path()))
+            .tag("check", Check::Input)
         })?;
     Ok(entries.into_iter().collect())
 }
@@ -142,7 +144,7 @@ pub fn check(
             missing(cluster.namespace, &a_ref.name)
         )))
         .field("spec.valuesFrom")
-        .tag("check", "image-selection"));
+        .tag("check", Check::ImageSelection));
         return Ok(());
     };
     let root = cluster_values(items, inputs, cluster)?;
@@ -153,7 +155,7 @@ pub fn check(
                 "image selection not checked: {what} (include the rendered cluster values Secret the HelmRelease's valuesFrom names)"
             )))
             .field("spec.valuesFrom")
-            .tag("check", "image-selection"));
+            .tag("check", Check::ImageSelection));
             return Ok(());
         }
     };
@@ -168,7 +170,7 @@ pub fn check(
             missing(cluster.namespace, &b_ref.name)
         )))
         .field(format!("spec.valuesFrom[{}]", cluster.positions.1))
-        .tag("check", "image-served"));
+        .tag("check", Check::ImageServed));
     }
     let a_name = describe(&items[a_index]);
     for level in selection::levels(&root, cluster.provider) {
@@ -209,7 +211,7 @@ fn served_in_b(
                 ))
                 .about(item)
                 .field(format!("data.{}", b_ref.key()))
-                .tag("check", "served-images"),
+                .tag("check", Check::ServedImages),
             ),
             Some(doc) => {
                 if doc.root.contains_key("os_images") {
@@ -221,7 +223,7 @@ fn served_in_b(
                         ))
                         .about(item)
                         .field(format!("{}.os_images", doc.field))
-                        .tag("check", "os-images-override"),
+                        .tag("check", Check::OsImagesOverride),
                     );
                 }
                 served = Some(served_images(&doc, item)?);
@@ -312,7 +314,7 @@ fn chosen(
                     "{what}: neither os_image_selector nor image_key is set; its machines use the explicit machine_image_* values, which are not checked against the served images"
                 )))
                 .field(level.field_path(cluster, "os_image_selector"))
-                .tag("check", "image-selection"),
+                .tag("check", Check::ImageSelection),
             );
             None
         }
@@ -323,7 +325,7 @@ fn chosen(
                     facts.why_unknown(missing)
                 )))
                 .field(level.field_path(cluster, "os_image_selector"))
-                .tag("check", "image-selection"),
+                .tag("check", Check::ImageSelection),
             );
             None
         }
@@ -339,7 +341,7 @@ fn chosen(
                 }
             )))
             .field(level.field_path(cluster, e.field))
-            .tag("check", "image-selection");
+            .tag("check", Check::ImageSelection);
             if let Some(s) = e.selector {
                 r = r.current(Value::Mapping(*s));
             } else if let Some(k) = level.def.get("image_key") {
@@ -386,7 +388,7 @@ fn check_level(
             )))
             .field(field)
             .current(key.clone())
-            .tag("check", "image-selection"),
+            .tag("check", Check::ImageSelection),
         );
         return;
     };
@@ -396,7 +398,7 @@ fn check_level(
         )))
         .field(field.clone())
         .current(key.clone())
-        .tag("check", "image-selection"),
+        .tag("check", Check::ImageSelection),
     );
     let Some(served) = served else { return };
     // Same key, other checksum on the management side: (A) wins.
@@ -409,7 +411,7 @@ fn check_level(
                 .field(SERVED_IMAGES_KEY)
                 .current(other_sha.clone())
                 .proposed(sha.to_owned())
-                .tag("check", "image-context"),
+                .tag("check", Check::ImageContext),
             );
         }
     }
@@ -420,7 +422,7 @@ fn check_level(
         }) => out.push(
             about(KrmResult::info(format!("{what}: image {key} (sha256 {sha}) is served and available")))
                 .field(format!("{SERVED_IMAGES_KEY}.{sha}"))
-                .tag("check", "image-served"),
+                .tag("check", Check::ImageServed),
         ),
         Some(_) => out.push(
             about(KrmResult::new(
@@ -431,7 +433,7 @@ fn check_level(
             ))
             .field(format!("{SERVED_IMAGES_KEY}.{sha}.available"))
             .current(false)
-            .tag("check", "image-served"),
+            .tag("check", Check::ImageServed),
         ),
         None => out.push(
             about(KrmResult::new(
@@ -444,7 +446,7 @@ fn check_level(
             .field(SERVED_IMAGES_KEY)
             .current(sha.to_owned())
             .proposed(proposed_selector(&key, &image))
-            .tag("check", "image-served"),
+            .tag("check", Check::ImageServed),
         ),
     }
 }

@@ -12,6 +12,7 @@
 //! Flow: read config → index items → per `cluster` HelmRelease: context and provider → wiring
 //! (A)/(B) → images → Namespace label; then the clone policy.
 
+mod check;
 mod config;
 mod finding;
 mod images;
@@ -31,6 +32,7 @@ use serde_yaml::Value;
 use crate::krm::outcome::PatchOp;
 use crate::krm::{Edit, KrmObject, KrmResult, Outcome};
 use crate::modes::prepull::{config_field, fc_error};
+pub use check::Check;
 use inputs::{CLUSTER_UNIT, Inputs, SYLVA_UNIT_LABEL};
 
 /// The infrastructure provider this mode is about.
@@ -90,11 +92,15 @@ fn validate(spec: &Capm3OSImageSourcesSpec, fc: Option<&Value>) -> Result<(), Kr
     ];
     for (field, value) in names {
         if value.is_empty() {
-            return Err(fc_error(fc, format!("{field} must not be empty"), field));
+            return Err(config_error(
+                fc,
+                format!("{field} must not be empty"),
+                field,
+            ));
         }
     }
     if spec.served_images == spec.server_output.name {
-        return Err(fc_error(
+        return Err(config_error(
             fc,
             "servedImages must differ from serverOutput.name: the workload clusters' copy and the management cluster's original are told apart by name".into(),
             "servedImages",
@@ -103,13 +109,18 @@ fn validate(spec: &Capm3OSImageSourcesSpec, fc: Option<&Value>) -> Result<(), Kr
     if let Some(c) = &spec.cluster
         && c.name.is_empty()
     {
-        return Err(fc_error(
+        return Err(config_error(
             fc,
             "cluster.name must not be empty".into(),
             "cluster.name",
         ));
     }
     Ok(())
+}
+
+/// An error about the function config's own values, tagged as every such result is.
+fn config_error(fc: Option<&Value>, message: String, field: &str) -> KrmResult {
+    fc_error(fc, message, field).tag("check", crate::config::CHECK)
 }
 
 /// The `cluster` HelmReleases to check.
@@ -152,7 +163,8 @@ fn clusters(
                 wanted.name
             ),
             "cluster",
-        )),
+        )
+        .tag("check", Check::Cluster)),
         1 => Ok(found),
         n => Err(fc_error(
             fc,
@@ -161,7 +173,8 @@ fn clusters(
                 wanted.name
             ),
             "cluster.namespace",
-        )),
+        )
+        .tag("check", Check::Cluster)),
     }
 }
 
@@ -179,7 +192,7 @@ fn plan(
             KrmResult::warning(format!(
                 "no HelmRelease labelled {SYLVA_UNIT_LABEL}: {CLUSTER_UNIT} is among the items: the valuesFrom wiring and the image selection were not checked"
             ))
-            .tag("check", "cluster"),
+            .tag("check", Check::Cluster),
         );
     }
     let mut capm3 = Vec::new();
@@ -211,7 +224,8 @@ fn context(
             config_field(fc, "context")
         ))
         .about(item)
-        .field("metadata.namespace")),
+        .field("metadata.namespace")
+        .tag("check", Check::Provider)),
     }
 }
 
@@ -227,7 +241,7 @@ fn provider(
         KrmResult::error(message)
             .about(item)
             .field("spec.valuesFrom")
-            .tag("check", "provider")
+            .tag("check", Check::Provider)
     };
     if let Some(v) = values::get(&chart.root, &["capi_providers", "infra_provider"]) {
         let Some(p) = v.as_str().filter(|p| !values::is_template(p)) else {
@@ -297,7 +311,7 @@ fn check_cluster(
             ))
             .about(item)
             .field("spec.valuesFrom")
-            .tag("check", "provider"),
+            .tag("check", Check::Provider),
         );
         return Ok(None);
     }
@@ -310,7 +324,7 @@ fn check_cluster(
         ))
         .about(item)
         .field("spec.valuesFrom")
-        .tag("check", "provider"),
+        .tag("check", Check::Provider),
     );
     let raw: Vec<Value> = match item.get("spec").and_then(|s| s.get("valuesFrom")) {
         Some(Value::Sequence(entries)) => entries.clone(),
@@ -375,7 +389,7 @@ fn check_namespace(
             ))
             .about(release)
             .field("metadata.namespace")
-            .tag("check", "namespace-label"),
+            .tag("check", Check::NamespaceLabel),
         );
         return Ok(());
     };
@@ -425,7 +439,7 @@ fn check_policy(
                 namespace: None,
             })
             .field("spec.rules")
-            .tag("check", "clone-policy"),
+            .tag("check", Check::ClonePolicy),
         );
         return Ok(());
     }
@@ -443,7 +457,7 @@ fn check_policy(
                     policy::WORKLOAD_CLUSTER_LABEL
                 ))
                 .about(item)
-                .tag("check", "clone-policy"),
+                .tag("check", Check::ClonePolicy),
             );
         }
         let owner = order::flux_owner(item);

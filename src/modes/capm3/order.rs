@@ -8,6 +8,7 @@
 use serde_yaml::Value;
 
 use super::Context;
+use super::check::Check;
 use super::config::Capm3OSImageSourcesSpec;
 use super::inputs::Inputs;
 use super::values;
@@ -59,7 +60,7 @@ pub fn refusal(
     ))
     .about(release)
     .field("spec.valuesFrom")
-    .tag("check", "served-images")
+    .tag("check", Check::ServedImages)
 }
 
 /// Where the clone policy comes from when a capm3 package lacks it; cutover does not emit it,
@@ -127,6 +128,6 @@ pub fn policy_unit_disabled(
         .field(format!("{}.units.{POLICY_UNIT}.enabled", sylva.field))
         .current(false)
         .proposed(true)
-        .tag("check", "clone-policy"),
+        .tag("check", Check::ClonePolicy),
     ))
 }

@@ -8,6 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_yaml::{Mapping, Value};
 
 use super::Finding;
+use super::check::Check;
 use super::config::Capm3OSImageSourcesSpec;
 use super::inputs::Inputs;
 use super::resources::{
@@ -121,7 +122,7 @@ pub fn check(
         .is_some_and(matches_workload_namespaces);
     if !match_ok {
         findings.push(Finding::fixable_error(
-            "clone-policy",
+            Check::ClonePolicy,
             format!(
                 "ClusterPolicy {} rule {}: must match Namespaces labelled {WORKLOAD_CLUSTER_LABEL}: \"\"",
                 item.name(),
@@ -156,7 +157,7 @@ fn without_clone_rule(
 ) -> (Vec<Finding>, Option<Value>) {
     let mut findings = Vec::new();
     findings.push(Finding::fixable_error(
-        "clone-policy",
+        Check::ClonePolicy,
         format!(
             "ClusterPolicy {} has no rule that generates {} from {}/{}",
             item.name(),
@@ -230,7 +231,7 @@ fn generate_findings(item: &Value, rule: &Rule, i: usize, want: &Generation) -> 
     for (name, wrong, current, proposed, why) in checks {
         if wrong {
             findings.push(Finding::fixable_error(
-                "clone-policy",
+                Check::ClonePolicy,
                 format!("ClusterPolicy {} rule {}: {why}", item.name(), rule.name),
                 format!("spec.rules[{i}].generate.{name}"),
                 current,
@@ -296,7 +297,7 @@ fn generate_existing(
         return None;
     }
     Some(Finding::fixable_error(
-        "clone-policy",
+        Check::ClonePolicy,
         format!(
             "ClusterPolicy {}: {which}, so Kyverno copies the served images only into workload-cluster Namespaces created or changed after the policy; the namespaces that exist already never get the copy, and their clusters' HelmReleases fail once they read it",
             item.name()
@@ -368,13 +369,14 @@ pub fn namespace_label(item: &Value) -> Result<Option<Finding>, KrmResult> {
             KrmResult::error(format!("Namespace labels do not decode: {}", e.inner()))
                 .about(item)
                 .field(format!("metadata.labels.{}", e.path()))
+                .tag("check", Check::Input)
         })?,
     };
     let label = labels.get(WORKLOAD_CLUSTER_LABEL);
     Ok(match label {
         Some(v) if v.is_empty() => None,
         other => Some(Finding::fixable_error(
-            "namespace-label",
+            Check::NamespaceLabel,
             format!(
                 "Namespace {} lacks the label {WORKLOAD_CLUSTER_LABEL}: \"\", so the Kyverno policy never copies the served images into it and the cluster's HelmRelease cannot read (B)",
                 item.name()

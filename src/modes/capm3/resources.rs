@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_yaml::Value;
 
+use super::check::Check;
 use crate::krm::KrmResult;
 
 /// Flux's default `valuesKey` (`meta.ValuesReference.GetValuesKey`, fluxcd/pkg apis/meta).
@@ -86,6 +87,7 @@ pub fn helm_release(item: &Value) -> Result<HelmRelease, KrmResult> {
         ))
         .about(item)
         .field(e.path().to_string())
+        .tag("check", Check::Input)
     })
 }
 
@@ -203,6 +205,7 @@ pub fn cluster_policy_spec(item: &Value) -> Result<ClusterPolicySpec, KrmResult>
         ))
         .about(item)
         .field(format!("spec.{}", e.path()))
+        .tag("check", Check::Input)
     })
 }
 
@@ -227,6 +230,7 @@ pub fn data_text(item: &Value, secret: bool) -> Result<BTreeMap<String, String>,
                     } else {
                         format!("{name}.{path}")
                     })
+                    .tag("check", Check::Input)
             }),
         }
     }
@@ -239,6 +243,7 @@ pub fn data_text(item: &Value, secret: bool) -> Result<BTreeMap<String, String>,
             KrmResult::error("decoded value is not UTF-8")
                 .about(item)
                 .field(format!("data.{key}"))
+                .tag("check", Check::Input)
         })?;
         out.insert(key, text);
     }

@@ -6,6 +6,7 @@
 
 use serde_yaml::{Mapping, Value};
 
+use super::check::Check;
 use super::inputs::{FLUX_HELM_GROUP, Inputs};
 use super::resources::ValuesReference;
 use crate::krm::{KrmObject, KrmResult};
@@ -39,7 +40,12 @@ pub struct ChartValues {
 
 /// Reads the document at `key` of a ConfigMap or Secret item. `Ok(None)` when the key is absent.
 pub fn read_document(item: &Value, index: usize, key: &str) -> Result<Option<Document>, KrmResult> {
-    let err = |message: String, field: &str| KrmResult::error(message).about(item).field(field);
+    let err = |message: String, field: &str| {
+        KrmResult::error(message)
+            .about(item)
+            .field(field)
+            .tag("check", Check::Input)
+    };
     let secret = item.is("", "Secret");
     let data = super::resources::data_text(item, secret)?;
     let Some(text) = data.get(key) else {

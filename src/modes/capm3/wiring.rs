@@ -4,6 +4,7 @@
 
 use serde_yaml::Value;
 
+use super::check::Check;
 use super::config::Capm3OSImageSourcesSpec;
 use super::resources::ValuesReference;
 use super::{Context, Finding};
@@ -164,7 +165,7 @@ impl<'a> DesiredList<'a> {
         if *have {
             self.findings.push(
                 Finding::fixable_error(
-                    "duplicate",
+                    Check::Duplicate,
                     format!(
                         "{what} ConfigMap {} is referenced twice; only the first is kept",
                         r.name
@@ -183,7 +184,7 @@ impl<'a> DesiredList<'a> {
             return;
         }
         self.findings.push(Finding::fixable_error(
-            if role == Role::OsImagesInfo { "os-images-info" } else { "served-images" },
+            if role == Role::OsImagesInfo { Check::OsImagesInfo } else { Check::ServedImages },
             format!(
                 "{what} entry reads key {:?}{}: the chart needs the whole `values.yaml` document merged at the root",
                 r.key(),
@@ -210,7 +211,7 @@ impl<'a> DesiredList<'a> {
             ),
         };
         self.findings.push(Finding::fixable_error(
-            "served-images",
+            Check::ServedImages,
             message,
             format!("spec.valuesFrom[{i}]"),
             self.raw[i].clone(),
@@ -246,7 +247,7 @@ impl<'a> DesiredList<'a> {
             self.have_b = true;
         }
         self.findings.push(Finding::fixable_error(
-            "os-images-info",
+            Check::OsImagesInfo,
             format!(
                 "{} carries the management cluster's os_images (the wiring from before os-images-info and the os-image-server output were decoupled): \
                  the images of this cluster must come from its own {} (A), and only the list of served images from {} (B)",
@@ -270,7 +271,7 @@ impl<'a> DesiredList<'a> {
                 .position(|(_, r)| names.role(r) == Role::Served)
                 .unwrap_or(self.slots.len());
             self.findings.push(Finding::fixable_error(
-                "os-images-info",
+                Check::OsImagesInfo,
                 format!(
                     "spec.valuesFrom lacks (A), the cluster's own os-images-info ConfigMap {}: sylva-capi-cluster gets no os_images of this cluster",
                     names.os_images_info
@@ -284,7 +285,7 @@ impl<'a> DesiredList<'a> {
         if !self.have_b {
             let a = self.position(Role::OsImagesInfo);
             self.findings.push(Finding::fixable_error(
-                "served-images",
+                Check::ServedImages,
                 format!(
                     "spec.valuesFrom lacks (B), the served-images ConfigMap {}: sylva-capi-cluster cannot check that the os-image-server serves the selected images",
                     names.served
@@ -310,7 +311,7 @@ impl<'a> DesiredList<'a> {
         let names = self.names;
         let at_input = self.slots[b].0.map(|i| format!("spec.valuesFrom[{i}]"));
         self.findings.push(Finding::fixable_error(
-            "values-order",
+            Check::ValuesOrder,
             format!(
                 "(B) {} comes before (A) {}; sylva-units renders (A) first and (B) after it, each later entry overriding the earlier ones",
                 names.served, names.os_images_info
@@ -438,7 +439,7 @@ mod tests {
         let w = run(src, Context::Workload);
         assert_eq!(w.findings.len(), 1);
         assert!(!w.findings[0].is_error());
-        assert_eq!(w.findings[0].check, "values-order");
+        assert_eq!(w.findings[0].check, Check::ValuesOrder);
         assert_eq!(
             desired_names(&w),
             [
