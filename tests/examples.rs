@@ -7,7 +7,8 @@
 //! - idempotence: the command run again on its own output changes nothing;
 //! - eval parity: `kpt fn eval --exec` with the Kptfile's `configPath` (or with `args:` of
 //!   `config.yaml`, the ConfigMap form) gives the same diff and the same results as the case;
-//! - every result of every example carries the tags `mode` and `check`;
+//! - every result of every example carries the tags `mode` and `check`, a check its mode's doc
+//!   lists;
 //! - every example README has the catalog's sections.
 //!
 //! `UPDATE_EXPECTED=1` (or kpt's `KPT_E2E_UPDATE_EXPECTED=true`) rewrites `diff.patch` and
@@ -179,7 +180,7 @@ fn every_example_gives_the_same_result_with_kpt_fn_eval() {
 }
 
 /// The result-tag scheme (README "Behaviour you can rely on"): every result carries `mode` and
-/// `check`.
+/// `check`, and the check is one its mode's doc lists (or one of the engine's own).
 #[test]
 fn every_result_of_every_example_carries_mode_and_check() {
     let mut missing = Vec::new();
@@ -199,6 +200,20 @@ fn every_result_of_every_example_carries_mode_and_check() {
                         r["message"].as_str().unwrap_or("")
                     ));
                 }
+            }
+            let (Some(mode), Some(check)) =
+                (r["tags"]["mode"].as_str(), r["tags"]["check"].as_str())
+            else {
+                continue;
+            };
+            let documented = common::documented_checks(mode)
+                .unwrap_or_else(|| panic!("{}: unknown mode {mode:?}", case.name()));
+            if !documented.contains(&check) && !common::ENGINE_CHECKS.contains(&check) {
+                missing.push(format!(
+                    "{}: check {check:?} is not in the {mode} doc's list, on {:?}",
+                    case.name(),
+                    r["message"].as_str().unwrap_or("")
+                ));
             }
         }
     }

@@ -91,6 +91,48 @@ pub fn assert_capm3_checks(run: &Run) {
     );
 }
 
+/// The same for a `MetalLBImagePrepull` run ([`cutover::modes::prepull::Check::ALL`]).
+#[allow(dead_code)] // not every test crate runs the prepull mode
+pub fn assert_prepull_checks(run: &Run) {
+    assert_checks(
+        run,
+        &documented_checks("metallb-image-prepull").expect("a mode"),
+        "docs/modes/metallb-image-prepull.md, Results",
+    );
+}
+
+/// The checks a mode's documentation lists, by the mode's `mode` tag (each list is tested
+/// against its doc); `None` for a name that is no mode.
+#[allow(dead_code)]
+pub fn documented_checks(mode: &str) -> Option<Vec<&'static str>> {
+    use cutover::modes::{announcer, capm3, prepull};
+    Some(match mode {
+        "metallb-image-prepull" => prepull::Check::ALL.iter().map(|c| c.as_str()).collect(),
+        "load-balancer-announcer" => announcer::Check::ALL.iter().map(|c| c.as_str()).collect(),
+        "capm3-os-image-sources" => capm3::Check::ALL.iter().map(|c| c.as_str()).collect(),
+        _ => return None,
+    })
+}
+
+/// Asserts that every result of a run carries a `check` that its mode's doc lists (by the
+/// result's `mode` tag), or one of the engine's own.
+#[allow(dead_code)]
+pub fn assert_documented_checks(run: &Run) {
+    for r in run.results() {
+        let check = r["tags"]["check"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a result without a check tag: {r:?}"));
+        let documented = r["tags"]["mode"]
+            .as_str()
+            .map(|mode| documented_checks(mode).unwrap_or_else(|| panic!("unknown mode {mode:?}")))
+            .unwrap_or_default();
+        assert!(
+            documented.contains(&check) || ENGINE_CHECKS.contains(&check),
+            "check {check:?} is not documented: {r:?}"
+        );
+    }
+}
+
 #[allow(dead_code)]
 fn assert_checks(run: &Run, documented: &[&str], doc: &str) {
     if run.stdout.is_empty() {
@@ -406,6 +448,7 @@ pub fn ok(list: &Value) -> Value {
         run.stderr,
         run.stdout_str()
     );
+    assert_documented_checks(&run);
     run.resource_list()
 }
 
@@ -419,6 +462,7 @@ pub fn refused(list: &Value) -> Vec<Value> {
         list["items"],
         "items unchanged on error"
     );
+    assert_documented_checks(&run);
     run.errors()
 }
 

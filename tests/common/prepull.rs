@@ -55,15 +55,8 @@ pub fn fails(list: &Value, field: &str) -> Value {
         .collect();
     assert_eq!(errors.len(), 1, "{errors:?}");
     let e = errors[0].clone();
-    // Every result the mode produces names its check; config decoding happens before the mode.
-    let decoding = e["message"]
-        .as_str()
-        .unwrap()
-        .starts_with("invalid function config");
-    assert!(
-        decoding || e["tags"]["check"].is_string(),
-        "no check tag: {e:?}"
-    );
+    // Every result names a documented check, config decoding's included.
+    super::assert_prepull_checks(&run);
     assert_eq!(e["field"]["path"], field, "{e:?}");
     assert!(
         e["resourceRef"]["kind"].is_string(),

@@ -12,6 +12,7 @@
 //! values (`output: sylva-values`); the payload is written to `payloadDir` either way.
 
 mod chart;
+mod check;
 mod config;
 mod daemonset;
 mod gate;
@@ -36,6 +37,7 @@ mod values;
 mod values_text;
 mod waiter;
 
+pub use check::Check;
 pub use config::*;
 pub use image::ImageRef;
 pub use inputs::{GENERATED_BY, UNIT};
@@ -82,17 +84,17 @@ pub fn run(
 }
 
 /// Gives an error result the `check` tag of the step that produced it, unless it has one.
-trait Check<T> {
-    fn check(self, name: &str) -> Result<T, KrmResult>;
+trait TagCheck<T> {
+    fn check(self, check: Check) -> Result<T, KrmResult>;
 }
 
-impl<T> Check<T> for Result<T, KrmResult> {
-    fn check(self, name: &str) -> Result<T, KrmResult> {
+impl<T> TagCheck<T> for Result<T, KrmResult> {
+    fn check(self, check: Check) -> Result<T, KrmResult> {
         self.map_err(|r| {
             if r.tags.contains_key("check") {
                 r
             } else {
-                r.tag("check", name)
+                r.tag("check", check)
             }
         })
     }
@@ -168,22 +170,22 @@ fn plan(
     items: &[Value],
     fc: Option<&Value>,
 ) -> Result<Outcome, KrmResult> {
-    validate(spec, fc).check("config")?;
-    source::payload_dir(spec, fc).check("source")?;
+    validate(spec, fc).check(Check::Config)?;
+    source::payload_dir(spec, fc).check(Check::Source)?;
     let inputs = inputs::Inputs::scan(items, fc, &spec.kustomization);
     let generator = inputs.is_generator_call();
-    let Some(values) = values::locate(spec, items, &inputs, fc).check("values")? else {
+    let Some(values) = values::locate(spec, items, &inputs, fc).check(Check::Values)? else {
         return without_sylva_values(spec, items, &inputs, fc, generator);
     };
     check_sylva(spec, items, &inputs, &values, fc)?;
-    let gate = gate::evaluate(spec, items, &inputs, &values, fc).check("gate")?;
+    let gate = gate::evaluate(spec, items, &inputs, &values, fc).check(Check::Gate)?;
     if let Some(g) = gate.gated.map(|i| &items[i]) {
-        unit::depends_on(g).check("depends-on")?;
+        unit::depends_on(g).check(Check::DependsOn)?;
     }
     let mut out = Outcome::default();
     out.push(
         KrmResult::info(format!("sylva values read from {}", values.describe(items)))
-            .tag("check", "values"),
+            .tag("check", Check::Values),
     );
     if spec.bgp_session_check.is_some() {
         out.push(
@@ -192,24 +194,24 @@ fn plan(
                 "bgpSessionCheck is not supported on the Sylva path yet (only for the upstream MetalLB chart): ignored",
                 "bgpSessionCheck",
             )
-            .tag("check", "bgp-sessions"),
+            .tag("check", Check::BgpSessions),
         );
     }
     out.results.extend(gate.results(items));
     if !gate.is_open() {
         reconcile::remove_unit(items, &inputs, gate.gated, &mut out);
         remove_from_values(&values, items, "because the gate is closed", &mut out)
-            .check("sylva-values")?;
+            .check(Check::SylvaValues)?;
         out.push(
             KrmResult::info(format!(
                 "gate closed, no {UNIT} unit: {}",
                 gate.closed_reason()
             ))
-            .tag("check", "gate"),
+            .tag("check", Check::Gate),
         );
         return Ok(out);
     }
-    let payload = source::resolve(spec, fc).check("source")?;
+    let payload = source::resolve(spec, fc).check(Check::Source)?;
     let images = images::resolve(
         spec,
         items,
@@ -218,11 +220,11 @@ fn plan(
         gate.gated.map(|i| &items[i]),
         fc,
     )
-    .check("images")?;
+    .check(Check::Images)?;
     for image in &images {
         out.push(
             KrmResult::info(format!("pre-pull {} ({})", image.image, image.source))
-                .tag("check", "images"),
+                .tag("check", Check::Images),
         );
     }
     let open = OpenGate {
@@ -260,7 +262,7 @@ fn without_sylva_values(
     } else {
         "no sylva values found: give spec.values, spec.valuesFrom, or include Secret sylva-units-values, ConfigMap sylva-units-values or HelmRelease sylva-units among the items".to_string()
     };
-    Err(fc_error(fc, message, "values").tag("check", "values"))
+    Err(fc_error(fc, message, "values").tag("check", Check::Values))
 }
 
 /// What must hold of the values and the items before the gate is evaluated: values this mode
@@ -274,9 +276,9 @@ fn check_sylva(
     fc: Option<&Value>,
 ) -> Result<(), KrmResult> {
     if spec.output == Output::SylvaValues {
-        sylva_values::check_writable(values, items, fc).check("sylva-values")?;
+        sylva_values::check_writable(values, items, fc).check(Check::SylvaValues)?;
     }
-    sylva_values::check_no_foreign_unit(values, items).check("sylva-values")?;
+    sylva_values::check_no_foreign_unit(values, items).check(Check::SylvaValues)?;
     let Some(foreign) = inputs.foreign_unit.map(|i| &items[i]) else {
         return Ok(());
     };
@@ -288,7 +290,7 @@ fn check_sylva(
     ))
     .about(foreign)
     .field("metadata.annotations")
-    .tag("check", "unit"))
+    .tag("check", Check::Unit))
 }
 
 /// Everything the edits of an open gate need, read and checked.
@@ -310,12 +312,12 @@ impl OpenGate<'_> {
     fn into_rendered_units(self, out: &mut Outcome) -> Result<(render::Rendered, bool), KrmResult> {
         let (spec, items, inputs) = (self.spec, self.items, self.inputs);
         if let Some(accepted) =
-            release::check_rendered(spec, items, self.fc).check("sylva-units-release")?
+            release::check_rendered(spec, items, self.fc).check(Check::SylvaUnitsRelease)?
         {
             out.push(accepted);
         }
         let gated = self.gated.map(|i| &items[i]);
-        let settings = unit::settings(self.payload, items, inputs, gated).check("unit")?;
+        let settings = unit::settings(self.payload, items, inputs, gated).check(Check::Unit)?;
         if let Some(rev) = settings.identity.annotations.get(siblings::HELM_REVISION) {
             out.push(
                 KrmResult::info(format!(
@@ -326,7 +328,7 @@ impl OpenGate<'_> {
                     inputs.waiting_kustomizations.len(),
                     siblings::ROOT_DEPENDENCY_WAIT
                 ))
-                .tag("check", "helm-revision"),
+                .tag("check", Check::HelmRevision),
             );
         }
         if let Some((_, from)) = &settings.kube_config {
@@ -334,7 +336,7 @@ impl OpenGate<'_> {
                 KrmResult::info(format!(
                     "workload cluster: the unit applies its payload with the kubeConfig of {from}"
                 ))
-                .tag("check", "kube-config"),
+                .tag("check", Check::KubeConfig),
             );
         }
         let rendered = render::render(spec, self.images, &settings);
@@ -349,7 +351,7 @@ impl OpenGate<'_> {
                      but Kustomization {} is not among the items, so its spec.dependsOn was NOT rewritten; add {{name: {UNIT}}} to it yourself",
                     spec.kustomization
                 ))
-                .tag("check", "depends-on"),
+                .tag("check", Check::DependsOn),
             ),
         }
         // A unit left in the values by an earlier sylva-values run would be rendered twice.
@@ -359,7 +361,7 @@ impl OpenGate<'_> {
             "because output is rendered now (the unit is a rendered Kustomization)",
             out,
         )
-        .check("sylva-values")?;
+        .check(Check::SylvaValues)?;
         Ok((rendered, changed))
     }
 
@@ -369,8 +371,8 @@ impl OpenGate<'_> {
     fn into_sylva_values(self, out: &mut Outcome) -> Result<(render::Rendered, bool), KrmResult> {
         let (spec, items, values, payload) = (self.spec, self.items, self.values, self.payload);
         let repo = payload.repo.as_deref().unwrap_or_default();
-        sylva_values::check_repo(values, items, repo, self.fc).check("source")?;
-        unit::check_payload_dir(items, self.inputs, &payload.dir).check("unit")?;
+        sylva_values::check_repo(values, items, repo, self.fc).check(Check::Source)?;
+        unit::check_payload_dir(items, self.inputs, &payload.dir).check(Check::Unit)?;
         let rendered = render::payload(spec, self.images, &payload.dir);
         let definition = sylva_values::unit_definition(
             spec,
@@ -379,10 +381,10 @@ impl OpenGate<'_> {
             &rendered.flux_timeout,
         );
         let mut changed =
-            match sylva_values::add(values, items, definition, out).check("sylva-values")? {
+            match sylva_values::add(values, items, definition, out).check(Check::SylvaValues)? {
                 Some(root) => {
-                    let edit =
-                        sylva_values::write_back(values, items, root, out).check("sylva-values")?;
+                    let edit = sylva_values::write_back(values, items, root, out)
+                        .check(Check::SylvaValues)?;
                     out.edits.push(edit);
                     true
                 }
@@ -433,7 +435,7 @@ fn summary(
         },
         if changed { "unit written" } else { "unit already up to date" }
     ))
-    .tag("check", "summary")
+    .tag("check", Check::Summary)
 }
 
 /// Removes the unit an earlier `output: sylva-values` run wrote into the values, if any.

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_yaml::{Mapping, Value};
 
+use super::check::Check;
 use super::inputs::{Inputs, UNIT};
 use crate::krm::annotations::{LOCAL_CONFIG, is_orchestrator_annotation};
 use crate::krm::{Edit, KrmObject, KrmResult, Outcome};
@@ -96,7 +97,7 @@ pub fn apply_unit(
                 out.push(
                     KrmResult::info(format!("updated {}", describe(&object)))
                         .about(&object)
-                        .tag("check", "unit"),
+                        .tag("check", Check::Unit),
                 );
                 out.edits.push(Edit::Replace {
                     index: i,
@@ -108,7 +109,7 @@ pub fn apply_unit(
                 out.push(
                     KrmResult::info(format!("added {}", describe(&object)))
                         .about(&object)
-                        .tag("check", "unit"),
+                        .tag("check", Check::Unit),
                 );
                 out.edits.push(Edit::Add { item: object });
                 changed = true;
@@ -122,7 +123,7 @@ pub fn apply_unit(
                 describe(&items[i])
             ))
             .about(&items[i])
-            .tag("check", "unit"),
+            .tag("check", Check::Unit),
         );
         out.edits.push(Edit::Remove { index: i });
         changed = true;
@@ -145,7 +146,7 @@ pub fn remove_unit(items: &[Value], inputs: &Inputs, gated: Option<usize>, out: 
                 }
             ))
             .about(&items[i])
-            .tag("check", "unit"),
+            .tag("check", Check::Unit),
         );
         out.edits.push(Edit::Remove { index: i });
     }
@@ -177,7 +178,7 @@ pub fn remove_depends_on(index: usize, item: &Value, reason: &str, out: &mut Out
         KrmResult::info(format!("removed dependsOn {UNIT} {reason}"))
             .about(item)
             .field("spec.dependsOn")
-            .tag("check", "depends-on"),
+            .tag("check", Check::DependsOn),
     );
     out.edits.push(Edit::Replace {
         index,
@@ -228,7 +229,7 @@ pub fn add_depends_on(index: usize, item: &Value, out: &mut Outcome) {
         .about(item)
         .field("spec.dependsOn")
         .proposed(Value::Mapping(entry))
-        .tag("check", "depends-on"),
+        .tag("check", Check::DependsOn),
     );
     out.edits.push(Edit::Replace {
         index,

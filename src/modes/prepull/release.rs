@@ -6,6 +6,7 @@
 
 use serde_yaml::Value;
 
+use super::check::Check;
 use super::config::MetalLBImagePrepullSpec;
 use super::inputs::FLUX_HELM_GROUP;
 use crate::krm::{KrmObject, KrmResult};
@@ -88,7 +89,7 @@ pub fn check_rendered(
                  dependsOn on the unit"
             ))
             .about(release)
-            .tag("check", "sylva-units-release"),
+            .tag("check", Check::SylvaUnitsRelease),
         ));
     }
     Err(super::fc_error(
@@ -101,7 +102,7 @@ pub fn check_rendered(
         ),
         "output",
     )
-    .tag("check", "sylva-units-release"))
+    .tag("check", Check::SylvaUnitsRelease))
 }
 
 #[cfg(test)]

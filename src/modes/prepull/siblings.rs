@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 
 use serde_yaml::Value;
 
+use super::check::Check;
 use super::helm_unit;
 use super::inputs::{Inputs, SYLVA_UNIT_LABEL, UNIT};
 use crate::krm::{KrmObject, KrmResult};
@@ -126,7 +127,7 @@ fn check_revision(
             ))
             .about(gated)
             .field(format!("metadata.annotations.{HELM_REVISION}"))
-            .tag("check", "helm-revision"));
+            .tag("check", Check::HelmRevision));
         }
         return Ok(None);
     };
@@ -157,7 +158,7 @@ fn check_revision(
         ))
         .about(&items[*first])
         .field(format!("metadata.annotations.{HELM_REVISION}"))
-        .tag("check", "helm-revision"));
+        .tag("check", Check::HelmRevision));
     }
     let depends_on = gated
         .get("spec")
@@ -179,7 +180,7 @@ fn check_revision(
             ))
             .about(gated)
             .field(format!("spec.dependsOn[{i}]"))
-            .tag("check", "helm-revision"));
+            .tag("check", Check::HelmRevision));
         }
     }
     Ok(Some(rev))
@@ -235,7 +236,7 @@ pub fn kube_config(
     ))
     .about(gated)
     .field("spec.kubeConfig")
-    .tag("check", "kube-config"))
+    .tag("check", Check::KubeConfig))
 }
 
 /// Path of sylva-units' `dummy` unit template (sylva-core `charts/sylva-units/values.yaml`,

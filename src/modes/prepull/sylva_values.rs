@@ -14,6 +14,7 @@
 
 use serde_yaml::{Mapping, Value};
 
+use super::check::Check;
 use super::config::MetalLBImagePrepullSpec;
 use super::inputs::{GENERATED_BY, UNIT};
 use super::render::health_check;
@@ -155,7 +156,7 @@ fn at(values: &SylvaValues, items: &[Value], path: &str) -> String {
 }
 
 fn error_at(values: &SylvaValues, items: &[Value], message: String) -> KrmResult {
-    let r = KrmResult::error(message).tag("check", "sylva-values");
+    let r = KrmResult::error(message).tag("check", Check::SylvaValues);
     match &values.origin {
         Origin::Item { index, field } => r.about(&items[*index]).field(field.clone()),
         Origin::Inline => r,
@@ -250,7 +251,7 @@ pub fn add(
                     "updated {}",
                     at(values, items, &format!("units.{UNIT}"))
                 ))
-                .tag("check", "sylva-values"),
+                .tag("check", Check::SylvaValues),
             );
         }
         None => {
@@ -261,7 +262,7 @@ pub fn add(
                      root-dependency of every unit)",
                     at(values, items, &format!("units.{UNIT}"))
                 ))
-                .tag("check", "sylva-values"),
+                .tag("check", Check::SylvaValues),
             );
         }
     }
@@ -294,7 +295,7 @@ pub fn add(
                     conditional.as_str().unwrap_or_default()
                 ))
                 .proposed(conditional)
-                .tag("check", "depends-on"),
+                .tag("check", Check::DependsOn),
             );
         }
         Some(Value::Bool(false)) => out.push(
@@ -302,7 +303,7 @@ pub fn add(
                 "{} is false (not written by cutover): left alone, but metallb will NOT wait for the pre-pull",
                 at(values, items, &path)
             ))
-            .tag("check", "depends-on"),
+            .tag("check", Check::DependsOn),
         ),
         Some(other) => out.push(
             KrmResult::warning(format!(
@@ -310,7 +311,7 @@ pub fn add(
                  enabled, a render where the unit is disabled fails, or metallb does not wait",
                 at(values, items, &path)
             ))
-            .tag("check", "depends-on"),
+            .tag("check", Check::DependsOn),
         ),
     }
     Ok((root != values.root).then_some(root))
@@ -339,7 +340,7 @@ pub fn remove(
                      units.metallb.depends_on.{UNIT}",
                     at(values, items, &format!("units.{UNIT}"))
                 ))
-                .tag("check", "sylva-values"),
+                .tag("check", Check::SylvaValues),
             );
             return None;
         }
@@ -351,7 +352,7 @@ pub fn remove(
             "removed {} {reason}",
             at(values, items, &format!("units.{UNIT}"))
         ))
-        .tag("check", "sylva-values"),
+        .tag("check", Check::SylvaValues),
     );
     // A dependency on a unit that no longer exists fails the sylva-units render: it goes too,
     // with the mappings that only held it.
@@ -364,7 +365,7 @@ pub fn remove(
                     "removed {} with the unit",
                     at(values, items, &format!("units.metallb.depends_on.{UNIT}"))
                 ))
-                .tag("check", "depends-on"),
+                .tag("check", Check::DependsOn),
             );
             if deps.is_empty() {
                 metallb.remove(DEPENDS_ON);
@@ -424,7 +425,7 @@ pub fn write_back(
                      again: its comments are not kept (no value changed)",
                     values.describe(items)
                 ))
-                .tag("check", "sylva-values"),
+                .tag("check", Check::SylvaValues),
             );
         }
         if item.is("", "Secret") && section == "data" {

@@ -22,7 +22,7 @@ use super::config::{MetalLBImagePrepullSpec, OnTimeout, Output};
 use super::gate::Condition;
 use super::images::{self, ChartValues, FRR_K8S_PATH, FRR_PATH, Target};
 use super::inputs::{GENERATED_BY, Inputs, UNIT};
-use super::{Check, fc_error, reconcile, render, source, unit};
+use super::{Check, TagCheck, fc_error, reconcile, render, source, unit};
 use crate::krm::{KrmObject, KrmResult, Outcome};
 use detect::{Form, Installation, describe};
 use versions::{FRR_K8S_DEFAULT_SINCE, Version};
@@ -38,7 +38,7 @@ struct Known {
 
 /// The conditions of the chart path, in result order.
 struct ChartGate {
-    conditions: Vec<(&'static str, Condition)>,
+    conditions: Vec<(Check, Condition)>,
     target: Option<Known>,
 }
 
@@ -80,7 +80,7 @@ pub fn plan(
     let install = match found.as_slice() {
         [] => return Ok(None),
         [one] => one.clone(),
-        _ => return Err(detect::ambiguous(items, &found).tag("check", "install")),
+        _ => return Err(detect::ambiguous(items, &found).tag("check", Check::Install)),
     };
     if spec.output == Output::SylvaValues {
         return Err(fc_error(
@@ -91,18 +91,19 @@ pub fn plan(
             ),
             "output",
         )
-        .tag("check", "config"));
+        .tag("check", Check::Config));
     }
     let gated = gated_kustomization(spec, items, inputs)?;
     if let Some(g) = gated {
-        unit::depends_on(&items[g]).check("depends-on")?;
+        unit::depends_on(&items[g]).check(Check::DependsOn)?;
     }
     let mut out = Outcome::default();
     out.results.extend(install_results(items, &install));
     let gate = evaluate(spec, items, inputs, &install, gated, fc);
     for (check, c) in &gate.conditions {
         let r = KrmResult::info(format!(
-            "gate condition {check}: {} — {}",
+            "gate condition {}: {} — {}",
+            check.as_str(),
             if c.met { "met" } else { "not met" },
             c.evidence
         ))
@@ -119,17 +120,17 @@ pub fn plan(
                 "gate closed, no {UNIT} unit: {}",
                 gate.closed_reason()
             ))
-            .tag("check", "gate"),
+            .tag("check", Check::Gate),
         );
         return Ok(Some(out));
     }
     let target = gate.target.as_ref().expect("an open gate has a target");
-    let payload = source::resolve(spec, fc).check("source")?;
-    let images = resolve_images(spec, items, &install, target, fc).check("images")?;
+    let payload = source::resolve(spec, fc).check(Check::Source)?;
+    let images = resolve_images(spec, items, &install, target, fc).check(Check::Images)?;
     for image in &images {
         out.push(
             KrmResult::info(format!("pre-pull {} ({})", image.image, image.source))
-                .tag("check", "images"),
+                .tag("check", Check::Images),
         );
     }
     if let Some(foreign) = inputs.foreign_unit.map(|i| &items[i]) {
@@ -141,13 +142,13 @@ pub fn plan(
                 spec.kustomization
             ))
             .about(foreign)
-            .tag("check", "unit"),
+            .tag("check", Check::Unit),
         );
         reconcile::apply_unit(items, inputs, Vec::new(), &mut out);
         return Ok(Some(out));
     }
     let settings =
-        unit::settings(&payload, items, inputs, gated.map(|g| &items[g])).check("unit")?;
+        unit::settings(&payload, items, inputs, gated.map(|g| &items[g])).check(Check::Unit)?;
     let rendered = render::render(spec, &images, &settings);
     let mut objects = rendered.objects.clone();
     objects.extend(bgp_sessions(
@@ -164,7 +165,7 @@ pub fn plan(
                 spec.kustomization,
                 describe(&items[install.index])
             ))
-            .tag("check", "depends-on"),
+            .tag("check", Check::DependsOn),
         ),
     }
     out.push(summary(
@@ -188,7 +189,7 @@ fn install_results(items: &[Value], install: &Installation) -> Vec<KrmResult> {
             }
         ))
         .about(&items[install.index])
-        .tag("check", "install")
+        .tag("check", Check::Install)
         .tag("install", install.form.tag()),
     ];
     if install.values_from {
@@ -200,7 +201,7 @@ fn install_results(items: &[Value], install: &Installation) -> Vec<KrmResult> {
             ))
             .about(&items[install.index])
             .field("spec.valuesFrom")
-            .tag("check", "values"),
+            .tag("check", Check::Values),
         );
     }
     results
@@ -231,7 +232,7 @@ fn bgp_sessions(
                     sessions.flux_timeout,
                     payload.dir
                 ))
-                .tag("check", "bgp-sessions"),
+                .tag("check", Check::BgpSessions),
             );
             sessions.objects
         }
@@ -241,7 +242,7 @@ fn bgp_sessions(
                     "bgpSessionCheck skipped: it runs after Kustomization {}, which is not among the items",
                     spec.kustomization
                 ))
-                .tag("check", "bgp-sessions"),
+                .tag("check", Check::BgpSessions),
             );
             Vec::new()
         }
@@ -283,7 +284,7 @@ fn summary(
                 "unit already up to date"
             }
         ))
-        .tag("check", "summary")
+        .tag("check", Check::Summary)
 }
 
 /// The Flux Kustomization named `spec.kustomization`: at most one.
@@ -304,7 +305,7 @@ fn gated_kustomization(
                 ))
                 .about(&items[*one])
                 .field("spec")
-                .tag("check", "depends-on"))
+                .tag("check", Check::DependsOn))
             }
         }
         [first, ..] => Err(KrmResult::error(format!(
@@ -314,7 +315,7 @@ fn gated_kustomization(
         ))
         .about(&items[*first])
         .field("metadata.name")
-        .tag("check", "metallb")),
+        .tag("check", Check::Metallb)),
     }
 }
 
@@ -342,10 +343,13 @@ fn evaluate(
     let values = install.values(items);
     ChartGate {
         conditions: vec![
-            ("upgrade", upgrade),
-            ("backend", backend_condition(items, inputs, install, values)),
-            ("bgp", bgp_condition(items, inputs, install, values)),
-            ("metallb", metallb_condition(items, install, gated)),
+            (Check::Upgrade, upgrade),
+            (
+                Check::Backend,
+                backend_condition(items, inputs, install, values),
+            ),
+            (Check::Bgp, bgp_condition(items, inputs, install, values)),
+            (Check::Metallb, metallb_condition(items, install, gated)),
         ],
         target,
     }

@@ -7,6 +7,7 @@ mod bgp;
 
 use serde_yaml::Value;
 
+use super::check::Check;
 use super::config::{MetalLBImagePrepullSpec, Output, UpgradeMode};
 use super::config_field;
 use super::inputs::{Inputs, STATUS_NAME};
@@ -69,12 +70,13 @@ impl Gate {
     pub fn results(&self, items: &[Value]) -> Vec<KrmResult> {
         let mut out = Vec::with_capacity(4);
         for (check, condition) in [
-            ("upgrade", &self.upgrade),
-            ("bgp", &self.bgp),
-            ("metallb", &self.metallb),
+            (Check::Upgrade, &self.upgrade),
+            (Check::Bgp, &self.bgp),
+            (Check::Metallb, &self.metallb),
         ] {
             let r = KrmResult::info(format!(
-                "gate condition {check}: {} — {}",
+                "gate condition {}: {} — {}",
+                check.as_str(),
                 if condition.met { "met" } else { "not met" },
                 condition.evidence
             ))
@@ -87,7 +89,7 @@ impl Gate {
         if self.bgp.met {
             out.push(
                 KrmResult::info(self.case.1.clone())
-                    .tag("check", "case")
+                    .tag("check", Check::Case)
                     .tag("case", self.case.0.tag()),
             );
         }
