@@ -3,6 +3,8 @@
 
 pub mod announcer;
 pub mod capm3;
+#[cfg(test)]
+mod check_docs;
 pub mod flux;
 pub mod install;
 pub mod prepull;

@@ -80,37 +80,9 @@ impl From<Check> for String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The first column of the table under "## Checks", in order.
-    fn documented() -> Vec<String> {
-        let doc = include_str!("../../../docs/modes/capm3-os-image-sources.md");
-        let start = doc
-            .find("\n## Checks\n")
-            .expect("the doc has a Checks section");
-        let section = &doc[start + 1..];
-        let section = &section[..section[1..].find("\n## ").map_or(section.len(), |i| i + 1)];
-        section
-            .lines()
-            .skip_while(|line| !line.starts_with("| check |"))
-            .skip(2)
-            .take_while(|line| line.starts_with("| `"))
-            .map(|line| line.split('`').nth(1).expect("a check name").to_owned())
-            .collect()
-    }
-
-    #[test]
-    fn the_documented_checks_are_the_checks_in_order() {
-        let names: Vec<&str> = Check::ALL.iter().map(|c| c.as_str()).collect();
-        assert_eq!(documented(), names);
-    }
-
-    #[test]
-    fn names_are_distinct() {
-        let mut names: Vec<&str> = Check::ALL.iter().map(|c| c.as_str()).collect();
-        names.sort_unstable();
-        names.dedup();
-        assert_eq!(names.len(), Check::ALL.len());
-    }
+#[test]
+fn the_documented_checks_are_the_checks_in_order() {
+    let names: Vec<&str> = Check::ALL.iter().map(|c| c.as_str()).collect();
+    let doc = include_str!("../../../docs/modes/capm3-os-image-sources.md");
+    crate::modes::check_docs::assert_documented(&names, doc, "## Checks");
 }
