@@ -7,7 +7,7 @@
 /// The `check` tag of a prepull result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Check {
-    /// The function config's own fields.
+    /// The function config's own fields: the engine's own [`crate::config::CHECK`].
     Config,
     /// Where the payload is written and published (`payloadDir`, `spec.source`).
     Source,
@@ -74,7 +74,7 @@ impl Check {
     /// The tag's value.
     pub fn as_str(self) -> &'static str {
         match self {
-            Check::Config => "config",
+            Check::Config => crate::config::CHECK,
             Check::Source => "source",
             Check::Values => "values",
             Check::Install => "install",
