@@ -122,3 +122,62 @@ fn the_default_module_is_the_one_built_alongside_the_host() {
         (want.status.code(), want.stdout, want.stderr)
     );
 }
+
+/// The module reads stdin in chunks of 1 MiB (`read_stdin` in src/main.rs, WASI only): inputs
+/// one byte short of a chunk, exactly one, one byte over, and several chunks long come out as
+/// they do natively, with every item.
+#[test]
+fn stdin_read_in_chunks_gives_the_native_output_at_every_chunk_boundary() {
+    const CHUNK: usize = 1 << 20;
+    let module = crate::common::module();
+    for size in [
+        CHUNK - 1,
+        CHUNK,
+        CHUNK + 1,
+        2 * CHUNK,
+        3 * CHUNK + CHUNK / 2,
+    ] {
+        let (input, last_item) = config_maps_of_size(size);
+        assert_eq!(input.len(), size);
+        let want = run(&native(), &[], &[], &input);
+        assert!(want.status.success(), "native run on {size} bytes failed");
+        assert!(
+            String::from_utf8_lossy(&want.stdout).contains(&last_item),
+            "native output on {size} bytes lacks {last_item}"
+        );
+        let got = run_host(&module, &[], &input);
+        assert_eq!(
+            (got.status.code(), &got.stdout, &got.stderr),
+            (want.status.code(), &want.stdout, &want.stderr),
+            "{size} bytes: the module's output differs from native"
+        );
+    }
+}
+
+/// A ResourceList of exactly `size` bytes: ConfigMaps of about 1 KB, a function config that
+/// passes them through, and a comment filling the rest. Also returns the last ConfigMap's name.
+fn config_maps_of_size(size: usize) -> (Vec<u8>, String) {
+    const FUNCTION_CONFIG: &str = "functionConfig:\n  apiVersion: fn.cutover.dev/v1alpha1\n  \
+        kind: LoadBalancerAnnouncer\n  metadata:\n    name: cutover\n  spec:\n    announcer: cilium\n";
+    let payload = "x".repeat(900);
+    let mut text =
+        String::from("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n");
+    let mut last = String::new();
+    for i in 0.. {
+        let item = format!(
+            "- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: cm-{i:05}\n  data:\n    payload: {payload}\n"
+        );
+        // Room for the function config and a comment line of at least "#\n".
+        if text.len() + item.len() + FUNCTION_CONFIG.len() + 2 > size {
+            break;
+        }
+        text.push_str(&item);
+        last = format!("cm-{i:05}");
+    }
+    text.push_str(FUNCTION_CONFIG);
+    let fill = size - text.len() - 2;
+    text.push('#');
+    text.push_str(&"p".repeat(fill));
+    text.push('\n');
+    (text.into_bytes(), last)
+}
