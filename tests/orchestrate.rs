@@ -390,10 +390,20 @@ fn with_orchestrate(mut list: Value, orchestrate: &str) -> Value {
     list
 }
 
+/// The one error of a refused run. An error about a field of `spec.orchestrate` is the
+/// config's, tagged `check: config` as in every mode; the rest are the chain's own.
 fn single_error(list: &Value) -> Value {
     let errors = common::refused(list);
     assert_eq!(errors.len(), 1, "{errors:?}");
-    errors[0].clone()
+    let e = errors[0].clone();
+    let path = e["field"]["path"].as_str().unwrap_or_default();
+    let check = if path.starts_with("spec.orchestrate.") {
+        cutover::config::CHECK
+    } else {
+        "orchestrate"
+    };
+    assert_eq!(e["tags"]["check"], check, "{e:?}");
+    e
 }
 
 #[test]

@@ -142,6 +142,9 @@ impl ReleasedItems {
     }
 }
 
+/// The `check` tag of the result about an input item that is not a KRM resource.
+pub const KRM_ITEM_CHECK: &str = "krm-item";
+
 /// An item that is not a KRM resource: kpt refuses such input ("input resource list must
 /// contain only KRM resources"), so cutover reports it instead of running a mode on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,7 +177,7 @@ impl NotKrm {
             self.index, self.field
         ));
         r.file = self.file.clone();
-        r.tags.insert("check".into(), "krm-item".into());
+        r.tags.insert("check".into(), KRM_ITEM_CHECK.into());
         r
     }
 }

@@ -58,7 +58,7 @@ impl Run {
 pub const ENGINE_CHECKS: [&str; 3] = [
     cutover::config::CHECK,
     cutover::function::ENGINE_CHECK,
-    "krm-item",
+    cutover::krm::io::KRM_ITEM_CHECK,
 ];
 
 /// Asserts that every result of a `LoadBalancerAnnouncer` run carries a `check` that the mode's

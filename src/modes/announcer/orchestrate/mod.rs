@@ -79,7 +79,10 @@ fn plan(
     items: &[Value],
     fc: Option<&Value>,
 ) -> Result<Outcome, Vec<KrmResult>> {
-    let settings = settings::resolve(orchestrate, fc).map_err(|e| vec![e])?;
+    // A field of `spec.orchestrate` that is missing or wrong is the function config's problem,
+    // tagged as every mode tags its config's errors.
+    let settings = settings::resolve(orchestrate, fc)
+        .map_err(|e| vec![e.tag("check", crate::config::CHECK)])?;
     let Some(observed_item) = items
         .iter()
         .find(|i| i.is(crate::config::GROUP, observed::KIND))
