@@ -7,7 +7,7 @@
 # the medians over the rounds are printed. Not run by CI. Needs kpt and node.
 #
 #   benches/kpt-wasm-profiles.sh                       # every candidate, 7 rounds
-#   ROUNDS=3 benches/kpt-wasm-profiles.sh kpt-wasm release-profile
+#   ROUNDS=3 benches/kpt-wasm-profiles.sh kpt-wasm cutover-3
 #   WASM_OPT=/path/to/wasm-opt benches/kpt-wasm-profiles.sh   # adds binaryen's -O3 after fat LTO
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,14 +29,15 @@ done
 declare -A candidates=(
   [kpt-wasm]=""
   [release-profile]="--config $P.opt-level=3"
-  [all-s]="--config $P.package.cutover.opt-level=\"s\""
-  [all-z]="--config $P.opt-level=\"z\" --config $P.package.cutover.opt-level=\"z\""
-  [all-s-fat]="--config $P.package.cutover.opt-level=\"s\" --config $P.lto=\"fat\" --config $P.codegen-units=1"
+  [cutover-3]="--config $P.package.cutover.opt-level=3"
+  [cutover-2]="--config $P.package.cutover.opt-level=2"
+  [all-z]="--config $P.opt-level=\"z\""
+  [all-s-fat]="--config $P.lto=\"fat\" --config $P.codegen-units=1"
   [o3-fat]="--config $P.opt-level=3 --config $P.lto=\"fat\" --config $P.codegen-units=1"
   [o3-fat-cold-s]="--config $P.opt-level=3 --config $P.lto=\"fat\" --config $P.codegen-units=1 ${cold[*]}"
 )
 names=("$@")
-[ ${#names[@]} -eq 0 ] && names=(kpt-wasm release-profile all-s all-z all-s-fat o3-fat o3-fat-cold-s)
+[ ${#names[@]} -eq 0 ] && names=(kpt-wasm cutover-3 cutover-2 release-profile all-z all-s-fat o3-fat o3-fat-cold-s)
 
 for name in "${names[@]}"; do
   [[ -v "candidates[$name]" ]] || { echo "unknown candidate $name" >&2; exit 1; }

@@ -41,7 +41,11 @@ pub fn process_whole(input: &[u8]) -> Output {
 }
 
 fn process_buffered(input: &[u8], whole: bool) -> Output {
-    let mut stdout = Vec::new();
+    // The output is the input's items plus what the mode adds: 1.03-1.16x the input on the
+    // benchmark presets. Sized once, a buffer that would otherwise double is not copied at each
+    // step, which costs most where realloc cannot move pages (WebAssembly's allocators, no
+    // mremap); the part never written is never touched.
+    let mut stdout = Vec::with_capacity(input.len() + input.len() / 4 + 4096);
     let report = match catch_unwind(AssertUnwindSafe(|| {
         process_inner(input, &mut stdout, whole)
     })) {
