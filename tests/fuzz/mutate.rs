@@ -138,163 +138,198 @@ pub fn mutate(doc: &Value, text: &str, allowed: &[Mutation], rng: &mut Rng) -> M
         splice_raw(&mut bytes, &tail, rng);
     }
     for &m in picks.iter().filter(|m| !m.on_tree()) {
-        let what = match m {
-            Mutation::Truncate => {
-                let at = rng.below(bytes.len().max(1));
-                bytes.truncate(at);
-                format!("truncated at byte {at}")
-            }
-            Mutation::Spellings => spellings(&mut bytes, rng),
-            Mutation::ByteFlip => {
-                let n = 1 + rng.below(4);
-                for _ in 0..n {
-                    if bytes.is_empty() {
-                        break;
-                    }
-                    let at = rng.below(bytes.len());
-                    bytes[at] ^= 1 << rng.below(8);
-                }
-                format!("{n} bit flips")
-            }
-            Mutation::InsertSyntax => {
-                const SYNTAX: &[&str] = &[
-                    ":",
-                    "- ",
-                    " ",
-                    "\n",
-                    "'",
-                    "\"",
-                    "{",
-                    "}",
-                    "[",
-                    "]",
-                    "&a ",
-                    "*a",
-                    "!",
-                    "|",
-                    ">",
-                    "# ",
-                    "\t",
-                    "%",
-                    "@",
-                    "? ",
-                    "<<: ",
-                    "---\n",
-                    "...\n",
-                    "\\",
-                    ",",
-                    "!!binary ",
-                ];
-                let what = *rng.pick(SYNTAX);
-                let at = rng.below(bytes.len() + 1);
-                bytes.splice(at..at, what.bytes());
-                format!("inserted {what:?} at byte {at}")
-            }
-            Mutation::InvalidUtf8 => {
-                const BAD: &[&[u8]] = &[
-                    b"\xff",
-                    b"\xc3",
-                    b"\xc0\xaf",
-                    b"\xed\xa0\x80",
-                    b"\xf4\x90\x80\x80",
-                    b"\x80",
-                    b"\x00",
-                ];
-                let what = *rng.pick(BAD);
-                let at = rng.below(bytes.len() + 1);
-                bytes.splice(at..at, what.iter().copied());
-                format!("inserted bytes {what:?} at byte {at}")
-            }
-            Mutation::DuplicateLine => {
-                let lines = line_starts(&bytes);
-                let i = rng.below(lines.len());
-                let line = bytes[lines[i]..line_end(&bytes, lines[i])].to_vec();
-                let end = line_end(&bytes, lines[i]);
-                let mut ins = vec![b'\n'];
-                ins.extend(&line);
-                bytes.splice(end..end, ins);
-                format!("line {} duplicated", i + 1)
-            }
-            Mutation::MoveLines => {
-                let lines = line_starts(&bytes);
-                let a = rng.below(lines.len());
-                let b = (a + 1 + rng.below(5)).min(lines.len());
-                let end = if b < lines.len() {
-                    lines[b]
-                } else {
-                    bytes.len()
-                };
-                let chunk: Vec<u8> = bytes.drain(lines[a]..end).collect();
-                let lines = line_starts(&bytes);
-                let to = lines[rng.below(lines.len())];
-                let len = chunk.len();
-                bytes.splice(to..to, chunk);
-                format!("{len} bytes of lines {}..{b} moved to byte {to}", a + 1)
-            }
-            Mutation::TabIndent => {
-                let lines = line_starts(&bytes);
-                let i = rng.below(lines.len());
-                let at = lines[i];
-                if bytes.get(at..at + 2) == Some(b"  ") {
-                    bytes.splice(at..at + 2, [b'\t']);
-                }
-                format!("tab indentation on line {}", i + 1)
-            }
-            Mutation::Bom => {
-                bytes.splice(0..0, "\u{feff}".bytes());
-                "BOM".into()
-            }
-            Mutation::Crlf => {
-                let mixed = rng.chance(50);
-                let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 20);
-                for &b in &bytes {
-                    if b == b'\n' && (!mixed || rng.chance(50)) {
-                        out.push(b'\r');
-                    }
-                    out.push(b);
-                }
-                bytes = out;
-                if mixed { "mixed CRLF and LF" } else { "CRLF" }.into()
-            }
-            Mutation::MultiDocument => {
-                let extra: &[u8] = match rng.below(3) {
-                    0 => b"---\napiVersion: v1\nkind: ConfigMap\n",
-                    1 => b"---\n",
-                    _ => b"...\n---\nitems: []\n",
-                };
-                bytes.extend_from_slice(extra);
-                "a second document".into()
-            }
-            Mutation::TinyDocument => {
-                const TINY: &[&str] = &[
-                    "",
-                    " ",
-                    "\n",
-                    "null",
-                    "~",
-                    "[]",
-                    "{}",
-                    "---",
-                    "...",
-                    "items:",
-                    "kind: ResourceList",
-                    "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n",
-                    "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: {}\n",
-                    "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: [null]\n",
-                    "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: [[]]\n",
-                    "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nfunctionConfig: 5\n",
-                    "\u{feff}",
-                    "{\"apiVersion\": \"config.kubernetes.io/v1\", \"kind\": \"ResourceList\", \"items\": []}",
-                ];
-                let what = *rng.pick(TINY);
-                bytes = what.as_bytes().to_vec();
-                format!("replaced by {what:?}")
-            }
-            _ => unreachable!(),
-        };
+        let what = damage_text(m, &mut bytes, rng);
         applied.push((m, what));
     }
     Mutated { bytes, applied }
+}
+
+/// Applies text mutation `m` to `bytes`, the written document, and says what it did.
+fn damage_text(m: Mutation, bytes: &mut Vec<u8>, rng: &mut Rng) -> String {
+    match m {
+        Mutation::Truncate => truncate(bytes, rng),
+        Mutation::Spellings => spellings(bytes, rng),
+        Mutation::ByteFlip => byte_flips(bytes, rng),
+        Mutation::InsertSyntax => insert_syntax(bytes, rng),
+        Mutation::InvalidUtf8 => invalid_utf8(bytes, rng),
+        Mutation::DuplicateLine => duplicate_line(bytes, rng),
+        Mutation::MoveLines => move_lines(bytes, rng),
+        Mutation::TabIndent => tab_indent(bytes, rng),
+        Mutation::Bom => {
+            bytes.splice(0..0, "\u{feff}".bytes());
+            "BOM".into()
+        }
+        Mutation::Crlf => crlf(bytes, rng),
+        Mutation::MultiDocument => multi_document(bytes, rng),
+        Mutation::TinyDocument => tiny_document(bytes, rng),
+        _ => unreachable!(),
+    }
+}
+
+/// Cuts the text at a random byte.
+fn truncate(bytes: &mut Vec<u8>, rng: &mut Rng) -> String {
+    let at = rng.below(bytes.len().max(1));
+    bytes.truncate(at);
+    format!("truncated at byte {at}")
+}
+
+/// Flips one to four bits.
+fn byte_flips(bytes: &mut [u8], rng: &mut Rng) -> String {
+    let n = 1 + rng.below(4);
+    for _ in 0..n {
+        if bytes.is_empty() {
+            break;
+        }
+        let at = rng.below(bytes.len());
+        bytes[at] ^= 1 << rng.below(8);
+    }
+    format!("{n} bit flips")
+}
+
+/// Inserts one piece of YAML syntax at a random byte.
+fn insert_syntax(bytes: &mut Vec<u8>, rng: &mut Rng) -> String {
+    const SYNTAX: &[&str] = &[
+        ":",
+        "- ",
+        " ",
+        "\n",
+        "'",
+        "\"",
+        "{",
+        "}",
+        "[",
+        "]",
+        "&a ",
+        "*a",
+        "!",
+        "|",
+        ">",
+        "# ",
+        "\t",
+        "%",
+        "@",
+        "? ",
+        "<<: ",
+        "---\n",
+        "...\n",
+        "\\",
+        ",",
+        "!!binary ",
+    ];
+    let what = *rng.pick(SYNTAX);
+    let at = rng.below(bytes.len() + 1);
+    bytes.splice(at..at, what.bytes());
+    format!("inserted {what:?} at byte {at}")
+}
+
+/// Inserts bytes that are not UTF-8 (or a NUL) at a random byte.
+fn invalid_utf8(bytes: &mut Vec<u8>, rng: &mut Rng) -> String {
+    const BAD: &[&[u8]] = &[
+        b"\xff",
+        b"\xc3",
+        b"\xc0\xaf",
+        b"\xed\xa0\x80",
+        b"\xf4\x90\x80\x80",
+        b"\x80",
+        b"\x00",
+    ];
+    let what = *rng.pick(BAD);
+    let at = rng.below(bytes.len() + 1);
+    bytes.splice(at..at, what.iter().copied());
+    format!("inserted bytes {what:?} at byte {at}")
+}
+
+/// Writes a line twice.
+fn duplicate_line(bytes: &mut Vec<u8>, rng: &mut Rng) -> String {
+    let lines = line_starts(bytes);
+    let i = rng.below(lines.len());
+    let line = bytes[lines[i]..line_end(bytes, lines[i])].to_vec();
+    let end = line_end(bytes, lines[i]);
+    let mut ins = vec![b'\n'];
+    ins.extend(&line);
+    bytes.splice(end..end, ins);
+    format!("line {} duplicated", i + 1)
+}
+
+/// Moves one to five lines elsewhere.
+fn move_lines(bytes: &mut Vec<u8>, rng: &mut Rng) -> String {
+    let lines = line_starts(bytes);
+    let a = rng.below(lines.len());
+    let b = (a + 1 + rng.below(5)).min(lines.len());
+    let end = if b < lines.len() {
+        lines[b]
+    } else {
+        bytes.len()
+    };
+    let chunk: Vec<u8> = bytes.drain(lines[a]..end).collect();
+    let lines = line_starts(bytes);
+    let to = lines[rng.below(lines.len())];
+    let len = chunk.len();
+    bytes.splice(to..to, chunk);
+    format!("{len} bytes of lines {}..{b} moved to byte {to}", a + 1)
+}
+
+/// Indents a line with a tab where it had two spaces.
+fn tab_indent(bytes: &mut Vec<u8>, rng: &mut Rng) -> String {
+    let lines = line_starts(bytes);
+    let i = rng.below(lines.len());
+    let at = lines[i];
+    if bytes.get(at..at + 2) == Some(b"  ") {
+        bytes.splice(at..at + 2, [b'\t']);
+    }
+    format!("tab indentation on line {}", i + 1)
+}
+
+/// Ends every line, or a random half of them, with CRLF.
+fn crlf(bytes: &mut Vec<u8>, rng: &mut Rng) -> String {
+    let mixed = rng.chance(50);
+    let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 20);
+    for &b in bytes.iter() {
+        if b == b'\n' && (!mixed || rng.chance(50)) {
+            out.push(b'\r');
+        }
+        out.push(b);
+    }
+    *bytes = out;
+    if mixed { "mixed CRLF and LF" } else { "CRLF" }.into()
+}
+
+/// Appends a second YAML document.
+fn multi_document(bytes: &mut Vec<u8>, rng: &mut Rng) -> String {
+    let extra: &[u8] = match rng.below(3) {
+        0 => b"---\napiVersion: v1\nkind: ConfigMap\n",
+        1 => b"---\n",
+        _ => b"...\n---\nitems: []\n",
+    };
+    bytes.extend_from_slice(extra);
+    "a second document".into()
+}
+
+/// Replaces the document with a tiny one, valid YAML or not.
+fn tiny_document(bytes: &mut Vec<u8>, rng: &mut Rng) -> String {
+    const TINY: &[&str] = &[
+        "",
+        " ",
+        "\n",
+        "null",
+        "~",
+        "[]",
+        "{}",
+        "---",
+        "...",
+        "items:",
+        "kind: ResourceList",
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n",
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: {}\n",
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: [null]\n",
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: [[]]\n",
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nfunctionConfig: 5\n",
+        "\u{feff}",
+        "{\"apiVersion\": \"config.kubernetes.io/v1\", \"kind\": \"ResourceList\", \"items\": []}",
+    ];
+    let what = *rng.pick(TINY);
+    *bytes = what.as_bytes().to_vec();
+    format!("replaced by {what:?}")
 }
 
 fn line_starts(bytes: &[u8]) -> Vec<usize> {
