@@ -112,6 +112,15 @@ type PoolFacts = (Vec<(u32, u32)>, Option<Vec<String>>);
 /// Checks the generated platform is one a careful operator could have written.
 fn check_platform(text: &str, spec: &Spec) {
     let list = io::parse(text.as_bytes()).expect("a ResourceList");
+    check_config(&list, spec);
+    let platform = Platform::read(&list, spec);
+    platform.check_totals(spec);
+    let groups = platform.check_requests(spec);
+    check_sharing_groups(&groups);
+}
+
+/// The function config is the one the preset says.
+fn check_config(list: &io::ResourceList, spec: &Spec) {
     let cfg = cutover::config::parse(list.function_config.as_ref());
     match spec.config {
         Config::None => assert!(cfg.is_err()),
@@ -124,140 +133,173 @@ fn check_platform(text: &str, spec: &Spec) {
             cutover::config::Kind::MetalLBImagePrepull
         ),
     }
+}
 
-    let mut slots = HashSet::new();
-    let mut pools: BTreeMap<String, PoolFacts> = BTreeMap::new();
-    let mut advertised = BTreeSet::new();
-    let mut services = Vec::new();
-    let mut units = 0;
-    for item in &list.items {
-        let file = item.file_ref().expect("kpt path annotation");
-        assert!(
-            slots.insert((file.path, file.index)),
-            "two items in one file slot"
-        );
-        if common::crd::has_schema(item)
-            && let Err(e) = common::crd::validate(item)
-        {
-            panic!("{} is not CRD-valid: {e:?}", item.object_ref());
-        }
-        match (item.api_version(), item.kind()) {
-            ("v1", "Service") => {
-                common::k8s::roundtrip::<Service>(item).expect("lossless Service");
-                services.push(item);
-            }
-            ("v1", "Secret") => {
-                let secret: Secret = common::k8s::roundtrip(item).expect("lossless Secret");
-                let values = &secret.data.expect("data")["values"].0;
-                let values: Value = serde_yaml::from_slice(values).expect("values are YAML");
-                assert_eq!(
-                    values["_internal"]["state"]["is_upgrade"],
-                    Value::Bool(true)
-                );
-                assert!(values["metallb"]["bgp_lbs"]["l3_options"]["bgp_peers"].is_mapping());
-                assert_eq!(
-                    values["units"].as_mapping().unwrap().len(),
-                    spec.units,
-                    "one values entry per unit"
-                );
-            }
-            ("metallb.io/v1beta1", "IPAddressPool") => {
-                let addrs = item["spec"]["addresses"].as_sequence().unwrap();
-                let ns = item["spec"]["serviceAllocation"]["namespaces"]
-                    .as_sequence()
-                    .map(|s| s.iter().map(|n| n.as_str().unwrap().to_owned()).collect());
-                pools.insert(
-                    item.name().to_owned(),
-                    (
-                        addrs.iter().map(|a| range(a.as_str().unwrap())).collect(),
-                        ns,
-                    ),
-                );
-            }
-            ("metallb.io/v1beta1", "L2Advertisement") => {
-                for p in item["spec"]["ipAddressPools"].as_sequence().unwrap() {
-                    advertised.insert(p.as_str().unwrap().to_owned());
-                }
-            }
-            ("kustomize.toolkit.fluxcd.io/v1", "Kustomization") => units += 1,
-            _ => {}
-        }
-    }
-    assert_eq!(services.len(), spec.services);
-    assert_eq!(pools.len(), spec.pools);
-    // Units + root-dependency-<rev> + sylva-units-status.
-    assert_eq!(units, if spec.units == 0 { 0 } else { spec.units + 2 });
-    assert_eq!(
-        advertised,
-        pools.keys().cloned().collect(),
-        "every pool is announced by an L2Advertisement"
-    );
-    let mut ranges: Vec<(u32, u32)> = pools.values().flat_map(|p| p.0.clone()).collect();
-    ranges.sort_unstable();
-    assert!(ranges.windows(2).all(|w| w[0].1 < w[1].0), "pools overlap");
+/// What the checks compare across items.
+struct Platform<'a> {
+    services: Vec<&'a Value>,
+    pools: BTreeMap<String, PoolFacts>,
+    advertised: BTreeSet<String>,
+    units: usize,
+}
 
-    // Explicit IPs: inside a pool the Service may use, unique unless shared under one key.
-    let mut owner_of_ip: BTreeMap<String, (String, Option<String>)> = BTreeMap::new();
-    let mut groups: BTreeMap<String, Vec<&Value>> = BTreeMap::new();
-    let mut kinds = BTreeSet::new();
-    for svc in &services {
-        let ns = svc.namespace().unwrap().to_owned();
-        let usable = |pool: &str| {
-            pools[pool]
-                .1
-                .as_ref()
-                .is_none_or(|allowed| allowed.contains(&ns))
-        };
-        let key = metallb(svc, "allow-shared-ip");
-        if let Some(pool) = metallb(svc, "address-pool") {
+impl<'a> Platform<'a> {
+    /// Reads every item, checking each one on its own: a file slot of its own, CRD-valid,
+    /// lossless as its Kubernetes type, the Sylva values as generated.
+    fn read(list: &'a io::ResourceList, spec: &Spec) -> Platform<'a> {
+        let mut slots = HashSet::new();
+        let mut pools: BTreeMap<String, PoolFacts> = BTreeMap::new();
+        let mut advertised = BTreeSet::new();
+        let mut services = Vec::new();
+        let mut units = 0;
+        for item in &list.items {
+            let file = item.file_ref().expect("kpt path annotation");
             assert!(
-                pools.contains_key(&pool) && usable(&pool),
-                "{pool} for {ns}"
+                slots.insert((file.path, file.index)),
+                "two items in one file slot"
             );
-            kinds.insert("pool");
-        }
-        if let Some(ip) = metallb(svc, "loadBalancerIPs") {
-            kinds.insert("ip");
-            let n = range(&format!("{ip}/32")).0;
-            let (pool, _) = pools
-                .iter()
-                .find(|(_, (r, _))| r.iter().any(|(lo, hi)| (*lo..=*hi).contains(&n)))
-                .unwrap_or_else(|| panic!("{ip} is in no pool"));
-            assert!(usable(pool), "{ip} from {pool} in {ns}");
-            if let Some(requested) = metallb(svc, "address-pool") {
-                assert_eq!(&requested, pool);
+            if common::crd::has_schema(item)
+                && let Err(e) = common::crd::validate(item)
+            {
+                panic!("{} is not CRD-valid: {e:?}", item.object_ref());
             }
-            let me = (ns.clone(), key.clone());
-            match owner_of_ip.get(&ip) {
-                None => {
-                    owner_of_ip.insert(ip, me);
+            match (item.api_version(), item.kind()) {
+                ("v1", "Service") => {
+                    common::k8s::roundtrip::<Service>(item).expect("lossless Service");
+                    services.push(item);
                 }
-                Some(first) => assert!(first == &me && key.is_some(), "{ip} reused"),
+                ("v1", "Secret") => {
+                    let secret: Secret = common::k8s::roundtrip(item).expect("lossless Secret");
+                    let values = &secret.data.expect("data")["values"].0;
+                    let values: Value = serde_yaml::from_slice(values).expect("values are YAML");
+                    assert_eq!(
+                        values["_internal"]["state"]["is_upgrade"],
+                        Value::Bool(true)
+                    );
+                    assert!(values["metallb"]["bgp_lbs"]["l3_options"]["bgp_peers"].is_mapping());
+                    assert_eq!(
+                        values["units"].as_mapping().unwrap().len(),
+                        spec.units,
+                        "one values entry per unit"
+                    );
+                }
+                ("metallb.io/v1beta1", "IPAddressPool") => {
+                    let addrs = item["spec"]["addresses"].as_sequence().unwrap();
+                    let ns = item["spec"]["serviceAllocation"]["namespaces"]
+                        .as_sequence()
+                        .map(|s| s.iter().map(|n| n.as_str().unwrap().to_owned()).collect());
+                    pools.insert(
+                        item.name().to_owned(),
+                        (
+                            addrs.iter().map(|a| range(a.as_str().unwrap())).collect(),
+                            ns,
+                        ),
+                    );
+                }
+                ("metallb.io/v1beta1", "L2Advertisement") => {
+                    for p in item["spec"]["ipAddressPools"].as_sequence().unwrap() {
+                        advertised.insert(p.as_str().unwrap().to_owned());
+                    }
+                }
+                ("kustomize.toolkit.fluxcd.io/v1", "Kustomization") => units += 1,
+                _ => {}
             }
         }
-        if let Some(key) = key {
-            kinds.insert("shared");
-            groups.entry(key).or_default().push(svc);
-        }
-        if svc
-            .annotation("metallb.universe.tf/allow-shared-ip")
-            .is_some()
-            || svc.annotation("metallb.universe.tf/address-pool").is_some()
-            || svc
-                .annotation("metallb.universe.tf/loadBalancerIPs")
-                .is_some()
-        {
-            kinds.insert("deprecated-prefix");
+        Platform {
+            services,
+            pools,
+            advertised,
+            units,
         }
     }
-    if spec.services >= 200 {
+
+    /// As many of each as the preset says; pools announced and disjoint.
+    fn check_totals(&self, spec: &Spec) {
+        assert_eq!(self.services.len(), spec.services);
+        assert_eq!(self.pools.len(), spec.pools);
+        // Units + root-dependency-<rev> + sylva-units-status.
+        assert_eq!(self.units, if spec.units == 0 { 0 } else { spec.units + 2 });
         assert_eq!(
-            kinds,
-            BTreeSet::from(["deprecated-prefix", "ip", "pool", "shared"]),
-            "every kind of request appears"
+            self.advertised,
+            self.pools.keys().cloned().collect(),
+            "every pool is announced by an L2Advertisement"
         );
+        let mut ranges: Vec<(u32, u32)> = self.pools.values().flat_map(|p| p.0.clone()).collect();
+        ranges.sort_unstable();
+        assert!(ranges.windows(2).all(|w| w[0].1 < w[1].0), "pools overlap");
     }
-    for (key, members) in &groups {
+
+    /// Explicit IPs: inside a pool the Service may use, unique unless shared under one key;
+    /// returns the Services of each sharing key.
+    fn check_requests(&self, spec: &Spec) -> BTreeMap<String, Vec<&'a Value>> {
+        let pools = &self.pools;
+        let mut owner_of_ip: BTreeMap<String, (String, Option<String>)> = BTreeMap::new();
+        let mut groups: BTreeMap<String, Vec<&Value>> = BTreeMap::new();
+        let mut kinds = BTreeSet::new();
+        for &svc in &self.services {
+            let ns = svc.namespace().unwrap().to_owned();
+            let usable = |pool: &str| {
+                pools[pool]
+                    .1
+                    .as_ref()
+                    .is_none_or(|allowed| allowed.contains(&ns))
+            };
+            let key = metallb(svc, "allow-shared-ip");
+            if let Some(pool) = metallb(svc, "address-pool") {
+                assert!(
+                    pools.contains_key(&pool) && usable(&pool),
+                    "{pool} for {ns}"
+                );
+                kinds.insert("pool");
+            }
+            if let Some(ip) = metallb(svc, "loadBalancerIPs") {
+                kinds.insert("ip");
+                let n = range(&format!("{ip}/32")).0;
+                let (pool, _) = pools
+                    .iter()
+                    .find(|(_, (r, _))| r.iter().any(|(lo, hi)| (*lo..=*hi).contains(&n)))
+                    .unwrap_or_else(|| panic!("{ip} is in no pool"));
+                assert!(usable(pool), "{ip} from {pool} in {ns}");
+                if let Some(requested) = metallb(svc, "address-pool") {
+                    assert_eq!(&requested, pool);
+                }
+                let me = (ns.clone(), key.clone());
+                match owner_of_ip.get(&ip) {
+                    None => {
+                        owner_of_ip.insert(ip, me);
+                    }
+                    Some(first) => assert!(first == &me && key.is_some(), "{ip} reused"),
+                }
+            }
+            if let Some(key) = key {
+                kinds.insert("shared");
+                groups.entry(key).or_default().push(svc);
+            }
+            if svc
+                .annotation("metallb.universe.tf/allow-shared-ip")
+                .is_some()
+                || svc.annotation("metallb.universe.tf/address-pool").is_some()
+                || svc
+                    .annotation("metallb.universe.tf/loadBalancerIPs")
+                    .is_some()
+            {
+                kinds.insert("deprecated-prefix");
+            }
+        }
+        if spec.services >= 200 {
+            assert_eq!(
+                kinds,
+                BTreeSet::from(["deprecated-prefix", "ip", "pool", "shared"]),
+                "every kind of request appears"
+            );
+        }
+        groups
+    }
+}
+
+/// The Services of one sharing key can share: one namespace, one IP, no port twice.
+fn check_sharing_groups(groups: &BTreeMap<String, Vec<&Value>>) {
+    for (key, members) in groups {
         assert!(members.len() >= 2, "{key} has one member");
         let mut ports = HashSet::new();
         for svc in members {
