@@ -97,6 +97,27 @@ fn check(schema: &Value, v: &Value, path: &str, errors: &mut Vec<String>) {
     if v.is_null() && schema.get("nullable").and_then(Value::as_bool) == Some(true) {
         return;
     }
+    if !check_type(schema, v, at, errors) {
+        return;
+    }
+    if let Some(options) = schema.get("enum").and_then(Value::as_sequence)
+        && !options.contains(v)
+    {
+        errors.push(format!("{at}: {v:?} not in enum {options:?}"));
+    }
+    check_combinators(schema, v, path, errors);
+    match v {
+        Value::Mapping(map) => check_object(schema, map, path, errors),
+        Value::Sequence(seq) => check_array(schema, seq, path, errors),
+        Value::String(s) => check_string(schema, s, at, errors),
+        Value::Number(n) => check_number(schema, n, at, errors),
+        _ => {}
+    }
+}
+
+/// `type` and `x-kubernetes-int-or-string`. False when the type is wrong and nothing else of
+/// the schema applies.
+fn check_type(schema: &Value, v: &Value, at: &str, errors: &mut Vec<String>) -> bool {
     let int_or_string = schema
         .get("x-kubernetes-int-or-string")
         .and_then(Value::as_bool)
@@ -113,19 +134,18 @@ fn check(schema: &Value, v: &Value, path: &str, errors: &mut Vec<String>) {
         let ok = actual == t || (t == "number" && actual == "integer");
         if !ok {
             errors.push(format!("{at}: expected {t}, got {actual}"));
-            return;
+            return false;
         }
     }
-    if let Some(options) = schema.get("enum").and_then(Value::as_sequence)
-        && !options.contains(v)
-    {
-        errors.push(format!("{at}: {v:?} not in enum {options:?}"));
-    }
-    for key in ["allOf"] {
-        if let Some(all) = schema.get(key).and_then(Value::as_sequence) {
-            for s in all {
-                check(s, v, path, errors);
-            }
+    true
+}
+
+/// `allOf`, `anyOf` and `oneOf`.
+fn check_combinators(schema: &Value, v: &Value, path: &str, errors: &mut Vec<String>) {
+    let at = if path.is_empty() { "<root>" } else { path };
+    if let Some(all) = schema.get("allOf").and_then(Value::as_sequence) {
+        for s in all {
+            check(s, v, path, errors);
         }
     }
     for key in ["anyOf", "oneOf"] {
@@ -143,62 +163,62 @@ fn check(schema: &Value, v: &Value, path: &str, errors: &mut Vec<String>) {
             }
         }
     }
-    match v {
-        Value::Mapping(map) => check_object(schema, map, path, errors),
-        Value::Sequence(seq) => {
-            let n = seq.len() as u64;
-            if let Some(min) = schema.get("minItems").and_then(Value::as_u64)
-                && n < min
-            {
-                errors.push(format!("{at}: {n} items < minItems {min}"));
-            }
-            if let Some(max) = schema.get("maxItems").and_then(Value::as_u64)
-                && n > max
-            {
-                errors.push(format!("{at}: {n} items > maxItems {max}"));
-            }
-            if let Some(items) = schema.get("items") {
-                for (i, item) in seq.iter().enumerate() {
-                    check(items, item, &format!("{path}[{i}]"), errors);
-                }
-            }
+}
+
+fn check_array(schema: &Value, seq: &[Value], path: &str, errors: &mut Vec<String>) {
+    let at = if path.is_empty() { "<root>" } else { path };
+    let n = seq.len() as u64;
+    if let Some(min) = schema.get("minItems").and_then(Value::as_u64)
+        && n < min
+    {
+        errors.push(format!("{at}: {n} items < minItems {min}"));
+    }
+    if let Some(max) = schema.get("maxItems").and_then(Value::as_u64)
+        && n > max
+    {
+        errors.push(format!("{at}: {n} items > maxItems {max}"));
+    }
+    if let Some(items) = schema.get("items") {
+        for (i, item) in seq.iter().enumerate() {
+            check(items, item, &format!("{path}[{i}]"), errors);
         }
-        Value::String(s) => {
-            let n = s.chars().count() as u64;
-            if let Some(min) = schema.get("minLength").and_then(Value::as_u64)
-                && n < min
-            {
-                errors.push(format!("{at}: length {n} < minLength {min}"));
+    }
+}
+
+fn check_string(schema: &Value, s: &str, at: &str, errors: &mut Vec<String>) {
+    let n = s.chars().count() as u64;
+    if let Some(min) = schema.get("minLength").and_then(Value::as_u64)
+        && n < min
+    {
+        errors.push(format!("{at}: length {n} < minLength {min}"));
+    }
+    if let Some(max) = schema.get("maxLength").and_then(Value::as_u64)
+        && n > max
+    {
+        errors.push(format!("{at}: length {n} > maxLength {max}"));
+    }
+    if let Some(pattern) = schema.get("pattern").and_then(Value::as_str) {
+        match regex::Regex::new(pattern) {
+            Ok(re) if !re.is_match(s) => {
+                errors.push(format!("{at}: {s:?} does not match {pattern}"))
             }
-            if let Some(max) = schema.get("maxLength").and_then(Value::as_u64)
-                && n > max
-            {
-                errors.push(format!("{at}: length {n} > maxLength {max}"));
-            }
-            if let Some(pattern) = schema.get("pattern").and_then(Value::as_str) {
-                match regex::Regex::new(pattern) {
-                    Ok(re) if !re.is_match(s) => {
-                        errors.push(format!("{at}: {s:?} does not match {pattern}"))
-                    }
-                    Ok(_) => {}
-                    Err(e) => errors.push(format!("{at}: bad pattern {pattern}: {e}")),
-                }
-            }
+            Ok(_) => {}
+            Err(e) => errors.push(format!("{at}: bad pattern {pattern}: {e}")),
         }
-        Value::Number(n) => {
-            let x = n.as_f64().unwrap_or(0.0);
-            if let Some(min) = schema.get("minimum").and_then(Value::as_f64)
-                && x < min
-            {
-                errors.push(format!("{at}: {x} < minimum {min}"));
-            }
-            if let Some(max) = schema.get("maximum").and_then(Value::as_f64)
-                && x > max
-            {
-                errors.push(format!("{at}: {x} > maximum {max}"));
-            }
-        }
-        _ => {}
+    }
+}
+
+fn check_number(schema: &Value, n: &serde_yaml::Number, at: &str, errors: &mut Vec<String>) {
+    let x = n.as_f64().unwrap_or(0.0);
+    if let Some(min) = schema.get("minimum").and_then(Value::as_f64)
+        && x < min
+    {
+        errors.push(format!("{at}: {x} < minimum {min}"));
+    }
+    if let Some(max) = schema.get("maximum").and_then(Value::as_f64)
+        && x > max
+    {
+        errors.push(format!("{at}: {x} > maximum {max}"));
     }
 }
 

@@ -5,7 +5,7 @@
 use super::*;
 
 #[test]
-fn config_errors_name_the_field() {
+fn image_errors_name_the_entry() {
     let base = source("prepull-upgrade-native-bgp");
     let e = fails(
         &with_spec(
@@ -40,6 +40,11 @@ fn config_errors_name_the_field() {
             .contains("at least one frr-k8s pod")
     );
     assert_eq!(e["resourceRef"]["kind"], "MetalLBImagePrepull");
+}
+
+#[test]
+fn setting_errors_name_the_field() {
+    let base = source("prepull-upgrade-native-bgp");
     fails(
         &with_spec(base.clone(), "waitTimeout", "ten minutes".into()),
         "spec.waitTimeout",
@@ -56,6 +61,11 @@ fn config_errors_name_the_field() {
         &with_spec(base.clone(), "payloadDir", "../escape".into()),
         "spec.payloadDir",
     );
+}
+
+#[test]
+fn names_that_cannot_be_written_are_refused() {
+    let base = source("prepull-upgrade-native-bgp");
     // A directory longer than a path can be: every generated file's path annotation repeats
     // it (the mutation suite's seed 0x30, case 156457: 4 MB of it held 210 MB of output).
     let e = fails(
@@ -83,6 +93,11 @@ fn config_errors_name_the_field() {
             "{e:?}"
         );
     }
+}
+
+#[test]
+fn source_and_values_errors_name_the_field() {
+    let base = source("prepull-upgrade-native-bgp");
     fails(
         &with_spec(
             base.clone(),
