@@ -113,6 +113,8 @@ impl<'a> Cutover<'a> {
         }
     }
 
+    /// The cutover as a pipeline: the config and Cilium's version, the translation of MetalLB's
+    /// pools and L2 advertisements, then the plan of every Service and the edits.
     pub(super) fn run(mut self) -> Outcome {
         if !is_label_key(&self.spec.pool_label) {
             let r = KrmResult::error(
@@ -133,6 +135,19 @@ impl<'a> Cutover<'a> {
             return self.finish();
         };
         self.tag_step(0, Check::CiliumVersion, None);
+        let tr = self.translate(&version);
+        if tr.too_large {
+            // The translation stopped at its size bound (see translate::MAX_SELECTOR_POOL_NAMES):
+            // nothing to prove or emit.
+            return self.finish();
+        }
+        self.plan_and_edit(&version, &tr);
+        self.finish()
+    }
+
+    /// MetalLB's BGP configuration refused, its pools and L2 advertisements translated, and the
+    /// preconditions of the transitions checked.
+    fn translate(&mut self, version: &CiliumVersion) -> translate::Translated {
         let mark = self.results.len();
         for &i in &self.inv.bgp {
             self.results.push(
@@ -150,7 +165,7 @@ impl<'a> Cutover<'a> {
         translate::pools(
             self.inv,
             self.items,
-            &version,
+            version,
             &self.spec.pool_label,
             &mut tr,
             &mut self.results,
@@ -166,30 +181,32 @@ impl<'a> Cutover<'a> {
         );
         self.tag_step(mark, Check::L2Policies, None);
         let mark = self.results.len();
-        self.preconditions(tr.pools.len(), &version);
+        self.preconditions(tr.pools.len(), version);
         self.tag_step(mark, Check::Transitions, None);
-        if tr.too_large {
-            // The translation stopped at its size bound (see translate::MAX_SELECTOR_POOL_NAMES):
-            // nothing to prove or emit.
-            return self.finish();
-        }
+        tr
+    }
+
+    /// Every Service planned and the values checked, then the edits: the generated objects, the
+    /// Services rewritten under the coverage proof, and MetalLB removed (phase `cutover`) or
+    /// the next step said.
+    fn plan_and_edit(&mut self, version: &CiliumVersion, tr: &translate::Translated) {
         let mark = self.results.len();
-        self.ipv6(&version);
+        self.ipv6(version);
         self.tag_step(mark, Check::Ipv6, None);
         let protocol_value = self.protocol_value();
         let mark = self.results.len();
         let plans = services::plan(
             self.inv,
-            &version,
+            version,
             protocol_value,
             self.spec.accept_local_traffic_policy_change,
             &mut self.results,
         );
         self.tag_step(mark, Check::Services, None);
         // Chart values first: the Services charts render in the cluster hold leases too.
-        let unseen = self.values_annotations(&version);
+        let unseen = self.values_annotations(version);
         let mark = self.results.len();
-        self.cilium_values(&version, plans.len() + unseen);
+        self.cilium_values(version, plans.len() + unseen);
         self.tag_step(mark, Check::CiliumValues, Some(false));
         let mark = self.results.len();
         self.speaker();
@@ -199,7 +216,7 @@ impl<'a> Cutover<'a> {
         let policies: Vec<cilium::L2Policy> =
             tr.policies.iter().map(|g| g.object.clone()).collect();
         let mark = self.results.len();
-        self.emit_generated(&tr);
+        self.emit_generated(tr);
         self.tag_step(mark, Check::GeneratedObjects, Some(false));
         let mut proof = coverage::Proof::new(self.inv, self.items, &pools, &policies);
         proof.unseen(unseen);
@@ -216,7 +233,6 @@ impl<'a> Cutover<'a> {
             self.results.push(KrmResult::info(next));
             self.tag_step(mark, Check::NextStep, Some(true));
         }
-        self.finish()
     }
 
     /// Emits the generated Cilium pools (every phase) and L2 announcement policies (phase

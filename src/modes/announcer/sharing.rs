@@ -449,6 +449,8 @@ fn port_clash(cx: &Context<'_>, svcs: &[&LbService]) -> Option<Split> {
 /// The protocols in the order of their slots in [`port_clash`].
 const PROTOCOLS: [Protocol; 3] = [Protocol::Tcp, Protocol::Udp, Protocol::Sctp];
 
+/// The error for a sharing group Cilium would split: its members, their IPs, why, and the ways
+/// out.
 fn split_error(
     inv: &Inventory,
     cx: &Context<'_>,
@@ -471,78 +473,7 @@ fn split_error(
         .flat_map(|&pi| plans[pi].ips.iter().map(String::as_str))
         .collect();
     let ips = ips.into_iter().collect::<Vec<_>>().join(",");
-    let v = cx.version;
-    let (why, ways_out) = match split {
-        Split::NoSharingKey => (
-            format!("Cilium {v} LB-IPAM has no sharing keys (they arrived in 1.15)"),
-            "run Cilium 1.15 or later".to_owned(),
-        ),
-        Split::Namespace => (
-            format!(
-                "they live in different namespaces and Cilium {v} LB-IPAM shares only within one \
-                 (sharing-cross-namespace arrived in 1.16)"
-            ),
-            "move them into one namespace; or run Cilium 1.16 or later, where cutover adds \
-             sharing-cross-namespace to every member"
-                .to_owned(),
-        ),
-        Split::Port(port, pa, pb) if pa != pb => {
-            let how = match cx.rules.ports {
-                PortRule::NumberOnly => format!(
-                    "Cilium {v} LB-IPAM compares port numbers only (protocol differentiation arrived in 1.17)"
-                ),
-                PortRule::ProtocolIfEnabled => format!(
-                    "Cilium {v} LB-IPAM compares port numbers only unless {PROTOCOL_DIFFERENTIATION_VALUE} is true \
-                     in the Cilium values (its operator reads bpf-lb-proto-diff from cilium-config, which the chart \
-                     writes only when the value is set; on by default from 1.17.7 and 1.18, cilium/cilium#40643)"
-                ),
-                PortRule::ProtocolUnlessDisabled => format!(
-                    "{PROTOCOL_DIFFERENTIATION_VALUE} is false in the Cilium values, so Cilium {v} LB-IPAM compares \
-                     port numbers only"
-                ),
-                PortRule::Protocol => unreachable!("protocols always differ here"),
-            };
-            let enable = match cx.rules.ports {
-                PortRule::NumberOnly => {
-                    "run Cilium 1.17.7, 1.18 or later (protocol differentiation on by default; always on from 1.19)"
-                        .to_owned()
-                }
-                _ => format!(
-                    "set {PROTOCOL_DIFFERENTIATION_VALUE}: true in the Cilium values; or run Cilium 1.19 or later \
-                     (protocol differentiation always on)"
-                ),
-            };
-            (
-                format!("both use port {port} ({}, {}) and {how}", pa.as_str(), pb.as_str()),
-                format!(
-                    "merge them into one Service with both ports (a mixed-protocol LoadBalancer Service); or {enable}"
-                ),
-            )
-        }
-        Split::Port(port, pa, _) => (
-            format!("two of them use {}/{port}", pa.as_str()),
-            "give them different ports (MetalLB would not share this IP either: check the Services' status)"
-                .to_owned(),
-        ),
-        Split::TrafficPolicy => (
-            "their externalTrafficPolicy differs (Local and Cluster)".to_owned(),
-            "give them the same externalTrafficPolicy".to_owned(),
-        ),
-        Split::NoSelector => (
-            "they are externalTrafficPolicy: Local and one has no selector; LB-IPAM never shares such a Service"
-                .to_owned(),
-            "give it a selector, or use externalTrafficPolicy: Cluster".to_owned(),
-        ),
-        Split::Selectors => (
-            format!(
-                "they are externalTrafficPolicy: Local with different selectors, which Cilium {v} LB-IPAM refuses \
-                 ({PERMIT_DIFFERENT_PODS} arrived in 1.21)"
-            ),
-            "give them the same selector; use externalTrafficPolicy: Cluster; or run Cilium 1.21 or later, where \
-             cutover adds sharing-permit-different-pods to every member"
-                .to_owned(),
-        ),
-    };
+    let (why, ways_out) = split_reason(split, cx);
     KrmResult::error(format!(
         "sharing key {key:?}: MetalLB shares {ips} between {names}; Cilium would split the group (rule {}): {why}. \
          One of them would get another IP, or none if it requests this one (read from cilium/cilium \
@@ -554,6 +485,96 @@ fn split_error(
     .tag("check", Check::Sharing)
     .tag("rule", split.rule())
     .tag("sharingKey", key)
+}
+
+/// Why Cilium would split the group, and the ways out, for the split found.
+fn split_reason(split: &Split, cx: &Context<'_>) -> (String, String) {
+    let v = cx.version;
+    match split {
+    Split::NoSharingKey => (
+        format!("Cilium {v} LB-IPAM has no sharing keys (they arrived in 1.15)"),
+        "run Cilium 1.15 or later".to_owned(),
+    ),
+    Split::Namespace => (
+        format!(
+            "they live in different namespaces and Cilium {v} LB-IPAM shares only within one \
+             (sharing-cross-namespace arrived in 1.16)"
+        ),
+        "move them into one namespace; or run Cilium 1.16 or later, where cutover adds \
+         sharing-cross-namespace to every member"
+            .to_owned(),
+    ),
+    Split::Port(port, pa, pb) if pa != pb => protocol_split_reason(*port, *pa, *pb, cx),
+    Split::Port(port, pa, _) => (
+        format!("two of them use {}/{port}", pa.as_str()),
+        "give them different ports (MetalLB would not share this IP either: check the Services' status)"
+            .to_owned(),
+    ),
+    Split::TrafficPolicy => (
+        "their externalTrafficPolicy differs (Local and Cluster)".to_owned(),
+        "give them the same externalTrafficPolicy".to_owned(),
+    ),
+    Split::NoSelector => (
+        "they are externalTrafficPolicy: Local and one has no selector; LB-IPAM never shares such a Service"
+            .to_owned(),
+        "give it a selector, or use externalTrafficPolicy: Cluster".to_owned(),
+    ),
+    Split::Selectors => (
+        format!(
+            "they are externalTrafficPolicy: Local with different selectors, which Cilium {v} LB-IPAM refuses \
+             ({PERMIT_DIFFERENT_PODS} arrived in 1.21)"
+        ),
+        "give them the same selector; use externalTrafficPolicy: Cluster; or run Cilium 1.21 or later, where \
+         cutover adds sharing-permit-different-pods to every member"
+            .to_owned(),
+    ),
+}
+}
+
+/// Two members use one port number with different protocols, which this Cilium compares by
+/// number only.
+fn protocol_split_reason(
+    port: i32,
+    pa: Protocol,
+    pb: Protocol,
+    cx: &Context<'_>,
+) -> (String, String) {
+    let v = cx.version;
+    let how = match cx.rules.ports {
+        PortRule::NumberOnly => format!(
+            "Cilium {v} LB-IPAM compares port numbers only (protocol differentiation arrived in 1.17)"
+        ),
+        PortRule::ProtocolIfEnabled => format!(
+            "Cilium {v} LB-IPAM compares port numbers only unless {PROTOCOL_DIFFERENTIATION_VALUE} is true \
+             in the Cilium values (its operator reads bpf-lb-proto-diff from cilium-config, which the chart \
+             writes only when the value is set; on by default from 1.17.7 and 1.18, cilium/cilium#40643)"
+        ),
+        PortRule::ProtocolUnlessDisabled => format!(
+            "{PROTOCOL_DIFFERENTIATION_VALUE} is false in the Cilium values, so Cilium {v} LB-IPAM compares \
+             port numbers only"
+        ),
+        PortRule::Protocol => unreachable!("protocols always differ here"),
+    };
+    let enable = match cx.rules.ports {
+        PortRule::NumberOnly => {
+            "run Cilium 1.17.7, 1.18 or later (protocol differentiation on by default; always on from 1.19)"
+                .to_owned()
+        }
+        _ => format!(
+            "set {PROTOCOL_DIFFERENTIATION_VALUE}: true in the Cilium values; or run Cilium 1.19 or later \
+             (protocol differentiation always on)"
+        ),
+    };
+    (
+        format!(
+            "both use port {port} ({}, {}) and {how}",
+            pa.as_str(),
+            pb.as_str()
+        ),
+        format!(
+            "merge them into one Service with both ports (a mixed-protocol LoadBalancer Service); or {enable}"
+        ),
+    )
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 
 use serde_yaml::Value;
 
-use super::config::{MetalLBImagePrepullSpec, Output, SourceKind, SourceRef};
+use super::config::{MetalLBImagePrepullSpec, Output, PayloadSource, SourceKind, SourceRef};
 use super::fc_error;
 use crate::krm::KrmResult;
 
@@ -159,71 +159,72 @@ pub fn resolve(spec: &MetalLBImagePrepullSpec, fc: Option<&Value>) -> Result<Pay
         )
         .current(path));
     }
-    match spec.output {
-        Output::Rendered => {
-            let Some(source_ref) = source.source_ref.clone() else {
-                return Err(fc_error(
-                    fc,
-                    format!(
-                        "source.sourceRef is required with output: rendered: the Flux source (GitRepository, \
-                         OCIRepository or Bucket) holding the published payload, e.g. {EXAMPLE_RENDERED}"
-                    ),
-                    "source.sourceRef",
-                ));
-            };
-            if source_ref.name.is_empty() {
-                return Err(fc_error(
-                    fc,
-                    "source.sourceRef.name must not be empty".into(),
-                    "source.sourceRef.name",
-                ));
-            }
-            Ok(Payload {
-                dir,
-                path,
-                source_ref: Some(source_ref),
-                repo: None,
-            })
-        }
-        Output::SylvaValues => {
-            let Some(repo) = source.repo.clone().filter(|r| !r.is_empty()) else {
-                return Err(fc_error(
-                    fc,
-                    format!(
-                        "source.repo is required with output: sylva-values: the source_templates entry sylva-units \
-                         makes the unit's sourceRef from (a GitRepository or OCIRepository holding the published \
-                         payload), e.g. {EXAMPLE_VALUES}"
-                    ),
-                    "source.repo",
-                ));
-            };
-            // sylva-units derives the sourceRef from `repo`; a sourceRef that says something else
-            // would be silently ignored.
-            if let Some(sr) = &source.source_ref {
-                let agrees =
-                    sr.name == repo && sr.namespace.is_none() && sr.kind != SourceKind::Bucket;
-                if !agrees {
-                    return Err(fc_error(
-                        fc,
-                        format!(
-                            "source.sourceRef ({} {}) disagrees with source.repo {repo:?}: with output: sylva-values \
-                             sylva-units makes the sourceRef from the source_templates entry named by repo \
-                             (GitRepository or OCIRepository, same namespace); drop source.sourceRef",
-                            sr.kind.as_str(),
-                            sr.name
-                        ),
-                        "source.sourceRef",
-                    ));
-                }
-            }
-            Ok(Payload {
-                dir,
-                path,
-                source_ref: None,
-                repo: Some(repo),
-            })
+    let (source_ref, repo) = match spec.output {
+        Output::Rendered => (Some(rendered_source_ref(source, fc)?), None),
+        Output::SylvaValues => (None, Some(values_repo(source, fc)?)),
+    };
+    Ok(Payload {
+        dir,
+        path,
+        source_ref,
+        repo,
+    })
+}
+
+/// `output: rendered`: the unit names its Flux source itself.
+fn rendered_source_ref(source: &PayloadSource, fc: Option<&Value>) -> Result<SourceRef, KrmResult> {
+    let Some(source_ref) = source.source_ref.clone() else {
+        return Err(fc_error(
+            fc,
+            format!(
+                "source.sourceRef is required with output: rendered: the Flux source (GitRepository, \
+                 OCIRepository or Bucket) holding the published payload, e.g. {EXAMPLE_RENDERED}"
+            ),
+            "source.sourceRef",
+        ));
+    };
+    if source_ref.name.is_empty() {
+        return Err(fc_error(
+            fc,
+            "source.sourceRef.name must not be empty".into(),
+            "source.sourceRef.name",
+        ));
+    }
+    Ok(source_ref)
+}
+
+/// `output: sylva-values`: sylva-units makes the unit's source from a `source_templates` entry.
+fn values_repo(source: &PayloadSource, fc: Option<&Value>) -> Result<String, KrmResult> {
+    let Some(repo) = source.repo.clone().filter(|r| !r.is_empty()) else {
+        return Err(fc_error(
+            fc,
+            format!(
+                "source.repo is required with output: sylva-values: the source_templates entry sylva-units \
+                 makes the unit's sourceRef from (a GitRepository or OCIRepository holding the published \
+                 payload), e.g. {EXAMPLE_VALUES}"
+            ),
+            "source.repo",
+        ));
+    };
+    // sylva-units derives the sourceRef from `repo`; a sourceRef that says something else
+    // would be silently ignored.
+    if let Some(sr) = &source.source_ref {
+        let agrees = sr.name == repo && sr.namespace.is_none() && sr.kind != SourceKind::Bucket;
+        if !agrees {
+            return Err(fc_error(
+                fc,
+                format!(
+                    "source.sourceRef ({} {}) disagrees with source.repo {repo:?}: with output: sylva-values \
+                     sylva-units makes the sourceRef from the source_templates entry named by repo \
+                     (GitRepository or OCIRepository, same namespace); drop source.sourceRef",
+                    sr.kind.as_str(),
+                    sr.name
+                ),
+                "source.sourceRef",
+            ));
         }
     }
+    Ok(repo)
 }
 
 #[cfg(test)]

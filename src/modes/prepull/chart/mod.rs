@@ -54,6 +54,23 @@ impl ChartGate {
             .collect::<Vec<_>>()
             .join("; ")
     }
+
+    /// One info result a condition, met or not, with its evidence.
+    fn report(&self, items: &[Value], out: &mut Outcome) {
+        for (check, c) in &self.conditions {
+            let r = KrmResult::info(format!(
+                "gate condition {}: {} — {}",
+                check.as_str(),
+                if c.met { "met" } else { "not met" },
+                c.evidence
+            ))
+            .tag("check", *check);
+            out.push(match c.about {
+                Some(i) => r.about(&items[i]),
+                None => r,
+            });
+        }
+    }
 }
 
 fn as_bool(v: &Value) -> Option<bool> {
@@ -100,19 +117,7 @@ pub fn plan(
     let mut out = Outcome::default();
     out.results.extend(install_results(items, &install));
     let gate = evaluate(spec, items, inputs, &install, gated, fc);
-    for (check, c) in &gate.conditions {
-        let r = KrmResult::info(format!(
-            "gate condition {}: {} — {}",
-            check.as_str(),
-            if c.met { "met" } else { "not met" },
-            c.evidence
-        ))
-        .tag("check", *check);
-        out.push(match c.about {
-            Some(i) => r.about(&items[i]),
-            None => r,
-        });
-    }
+    gate.report(items, &mut out);
     if !gate.is_open() {
         reconcile::remove_unit(items, inputs, gated, &mut out);
         out.push(
@@ -157,21 +162,29 @@ pub fn plan(
     let changed = reconcile::apply_unit(items, inputs, objects, &mut out);
     match gated {
         Some(index) => reconcile::add_depends_on(index, &items[index], &mut out),
-        None => out.push(
-            KrmResult::warning(format!(
-                "no Flux Kustomization {} among the items: the {UNIT} unit and its payload are emitted, but nothing \
-                 makes the MetalLB upgrade wait for it; add {{name: {UNIT}}} to spec.dependsOn of the Kustomization \
-                 that applies {} (or name it in spec.kustomization)",
-                spec.kustomization,
-                describe(&items[install.index])
-            ))
-            .tag("check", Check::DependsOn),
-        ),
+        None => out.push(nothing_waits(spec, items, &install)),
     }
     out.push(summary(
         spec, &images, target, &rendered, &payload, &settings, changed,
     ));
     Ok(Some(out))
+}
+
+/// No Kustomization applies MetalLB among the items: the unit is emitted, but nothing makes the
+/// upgrade wait for it.
+fn nothing_waits(
+    spec: &MetalLBImagePrepullSpec,
+    items: &[Value],
+    install: &Installation,
+) -> KrmResult {
+    KrmResult::warning(format!(
+        "no Flux Kustomization {} among the items: the {UNIT} unit and its payload are emitted, but nothing \
+         makes the MetalLB upgrade wait for it; add {{name: {UNIT}}} to spec.dependsOn of the Kustomization \
+         that applies {} (or name it in spec.kustomization)",
+        spec.kustomization,
+        describe(&items[install.index])
+    ))
+    .tag("check", Check::DependsOn)
 }
 
 /// What the function found of the installation: where MetalLB comes from and where its values
