@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 
 use fuzz::bases::{self, Base};
 use fuzz::bounds::{
-    CASE, CURRENT_INPUT, Counting, HELD, MEASURING, PEAK, RUNNING, STARTED_MS, now_ms, quiesce,
-    start_watchdog, thread_cpu_time, time_limit,
+    CASE, CURRENT_INPUT, Counting, MEASURING, RUNNING, STARTED_MS, measured_peak, now_ms, quiesce,
+    start_measuring, start_watchdog, thread_cpu_time, time_limit,
 };
 use fuzz::check::{self, Failure, Finding};
 use fuzz::mutate::{self, Mutation};
@@ -98,8 +98,7 @@ fn run_case(input: &[u8], limit: Duration) -> (Result<(), Finding>, Cost) {
         current.clear();
         current.extend_from_slice(input);
     }
-    let base = HELD.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
+    let base = start_measuring();
     STARTED_MS.store(now_ms(), Ordering::SeqCst);
     RUNNING.store(true, Ordering::SeqCst);
     let start = Instant::now();
@@ -111,7 +110,7 @@ fn run_case(input: &[u8], limit: Duration) -> (Result<(), Finding>, Cost) {
         _ => elapsed,
     };
     RUNNING.store(false, Ordering::SeqCst);
-    let peak = PEAK.load(Ordering::Relaxed).saturating_sub(base);
+    let peak = measured_peak(base);
     let cost = Cost { cpu, peak };
     let verdict = check::contract(&run).map(|_| ()).and_then(|()| {
         fuzz::typed::untouched_keep_types(input, &run.out.stdout)?;
@@ -374,4 +373,26 @@ fn a_huge_value_an_error_names_is_shown_once() {
         "{}",
         fuzz::truncate(&run.out.stderr, 500)
     );
+}
+
+/// A run's peak is its own thread's: what another test's thread holds meanwhile is not on it,
+/// and what the run's thread holds is, even when another thread frees it.
+#[test]
+fn a_measured_peak_is_the_measuring_threads_own() {
+    const MIB: usize = 1 << 20;
+    let base = start_measuring();
+    let elsewhere = std::thread::spawn(|| vec![1u8; 32 * MIB]).join().unwrap();
+    assert!(
+        measured_peak(base) < MIB,
+        "another thread's {} MiB counted",
+        elsewhere.len() / MIB
+    );
+    let own = vec![1u8; 8 * MIB];
+    std::thread::spawn(move || drop(own)).join().unwrap();
+    let peak = measured_peak(base);
+    assert!(
+        (8 * MIB..9 * MIB).contains(&peak),
+        "{peak} bytes measured for 8 MiB held"
+    );
+    drop(elsewhere);
 }

@@ -3,6 +3,7 @@
 //! hangs. The test binary installs [`Counting`] with `#[global_allocator]`.
 
 use std::alloc::{GlobalAlloc, Layout};
+use std::cell::Cell;
 
 use mimalloc::MiMalloc;
 use std::io::Write;
@@ -10,8 +11,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// One measured run at a time: the counters are global to the test binary, and its tests run
-/// on parallel threads.
+/// One measured run at a time: the case's input, its number and the watchdog's clock are global
+/// to the test binary, and its tests run on parallel threads.
 pub static MEASURING: Mutex<()> = Mutex::new(());
 
 /// No allocation past this many bytes held: the process aborts (see [`Counting`]).
@@ -23,10 +24,51 @@ pub const MEMORY_CAP: usize = 3 << 29;
 /// The system allocator, counting bytes held and their peak, refusing past [`MEMORY_CAP`].
 pub struct Counting;
 
+/// Bytes held by the whole test binary: what [`MEMORY_CAP`] applies to.
 pub static HELD: AtomicUsize = AtomicUsize::new(0);
-pub static PEAK: AtomicUsize = AtomicUsize::new(0);
 /// The case running (for the message when the cap is hit).
 pub static CASE: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+thread_local! {
+    /// Bytes this thread allocated minus those it freed. It goes below its start when the thread
+    /// frees what another allocated, and stays up for what another thread frees for it.
+    static OWN: Cell<isize> = const { Cell::new(0) };
+    /// The highest [`OWN`] has been since [`start_measuring`].
+    static OWN_PEAK: Cell<isize> = const { Cell::new(0) };
+}
+
+/// Starts measuring the calling thread's allocations; returns the base to give
+/// [`measured_peak`].
+///
+/// A run is measured on its own thread, not on [`HELD`]: the other tests of the binary, on
+/// parallel threads, build and drop inputs of their own while a run is measured, and a
+/// generator building a 1 MiB alias bomb once put 22 MB on a 3 KB regression's count. What
+/// the function frees on its background thread (`krm::free_in_background`) stays counted until
+/// the run ends, so the peak is never lower than the run's own.
+pub fn start_measuring() -> isize {
+    let base = OWN.with(Cell::get);
+    OWN_PEAK.with(|peak| peak.set(base));
+    base
+}
+
+/// The most the calling thread has held beyond `base` since [`start_measuring`].
+pub fn measured_peak(base: isize) -> usize {
+    usize::try_from(OWN_PEAK.with(Cell::get) - base).unwrap_or(0)
+}
+
+fn own_grow(size: usize) {
+    let size = isize::try_from(size).unwrap_or(isize::MAX);
+    let _ = OWN.try_with(|own| {
+        let now = own.get().saturating_add(size);
+        own.set(now);
+        let _ = OWN_PEAK.try_with(|peak| peak.set(peak.get().max(now)));
+    });
+}
+
+fn own_shrink(size: usize) {
+    let size = isize::try_from(size).unwrap_or(isize::MAX);
+    let _ = OWN.try_with(|own| own.set(own.get().saturating_sub(size)));
+}
 
 impl Counting {
     fn grow(size: usize) -> bool {
@@ -36,8 +78,13 @@ impl Counting {
             cap_hit();
             return false;
         }
-        PEAK.fetch_max(held, Ordering::Relaxed);
+        own_grow(size);
         true
+    }
+
+    fn shrink(size: usize) {
+        HELD.fetch_sub(size, Ordering::Relaxed);
+        own_shrink(size);
     }
 }
 
@@ -76,13 +123,13 @@ unsafe impl GlobalAlloc for Counting {
         }
         let p = unsafe { INNER.alloc(layout) };
         if p.is_null() {
-            HELD.fetch_sub(layout.size(), Ordering::Relaxed);
+            Counting::shrink(layout.size());
         }
         p
     }
     unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
         unsafe { INNER.dealloc(p, layout) };
-        HELD.fetch_sub(layout.size(), Ordering::Relaxed);
+        Counting::shrink(layout.size());
     }
     unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if new_size > layout.size() && !Counting::grow(new_size - layout.size()) {
@@ -91,17 +138,17 @@ unsafe impl GlobalAlloc for Counting {
         let q = unsafe { INNER.realloc(p, layout, new_size) };
         if q.is_null() {
             if new_size > layout.size() {
-                HELD.fetch_sub(new_size - layout.size(), Ordering::Relaxed);
+                Counting::shrink(new_size - layout.size());
             }
         } else if new_size < layout.size() {
-            HELD.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+            Counting::shrink(layout.size() - new_size);
         }
         q
     }
 }
 
 /// Waits (briefly) until memory freed in the background by the previous run is gone, so the
-/// next run's peak is its own.
+/// previous run's garbage does not count against the next one's [`MEMORY_CAP`].
 /// (The function frees its garbage on a helper thread after it returns.)
 pub fn quiesce() {
     let mut last = HELD.load(Ordering::Relaxed);
