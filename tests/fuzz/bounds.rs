@@ -42,9 +42,9 @@ thread_local! {
 ///
 /// A run is measured on its own thread, not on [`HELD`]: the other tests of the binary, on
 /// parallel threads, build and drop inputs of their own while a run is measured, and a
-/// generator building a 1 MiB alias bomb once put 22 MB on a 3 KB regression's count. What
-/// the function frees on its background thread (`krm::free_in_background`) stays counted until
-/// the run ends, so the peak is never lower than the run's own.
+/// generator building a 1 MiB alias bomb once put at least 22 MB on a 3 KB regression's
+/// count. What the function frees on its background thread (`krm::free_in_background`) stays
+/// counted until the run ends, so the peak is never lower than the run's own.
 pub fn start_measuring() -> isize {
     let base = OWN.with(Cell::get);
     OWN_PEAK.with(|peak| peak.set(base));
