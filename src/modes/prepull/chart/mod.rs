@@ -55,7 +55,7 @@ impl ChartGate {
             .join("; ")
     }
 
-    /// One info result a condition, met or not, with its evidence.
+    /// One info result for each condition, met or not, with its evidence.
     fn report(&self, items: &[Value], out: &mut Outcome) {
         for (check, c) in &self.conditions {
             let r = KrmResult::info(format!(
