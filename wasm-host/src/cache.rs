@@ -9,6 +9,9 @@
 //! remembered with the file's state in a stamp (`stamp`), and a run that finds the file
 //! unchanged takes the hash from there. Otherwise the module is hashed in one pass, streamed
 //! through a small buffer rather than read into fresh memory as large as the module.
+//!
+//! The cache stays bounded (`prune`): a miss that stores an entry removes the least recently
+//! used ones beyond a total size, and a hit marks its entry used.
 
 use std::fs;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -18,6 +21,7 @@ use std::time::SystemTime;
 use wasmtime::error::Context;
 use wasmtime::{Engine, Module};
 
+use crate::prune;
 use crate::stamp::{self, FileState};
 
 /// The wasmtime version compiled in; part of every cache key (kept equal to the exact pin in
@@ -64,10 +68,13 @@ pub fn load(engine: &Engine, path: &Path, cache_dir: Option<&Path>) -> wasmtime:
     file.read_to_end(&mut bytes).with_context(cannot_read)?;
     let module = compile(engine, &bytes, path)?;
     let hash = blake3::hash(&bytes);
+    let entry = dir.join(entry_name(&hash));
     if let Ok(serialized) = module.serialize()
-        && store(&dir.join(entry_name(&hash)), &serialized).is_ok()
+        && store(&entry, &serialized).is_ok()
     {
         record_unless_changed(dir, &file, &state, &hash);
+        // The only time the cache grows, so the time to bound it.
+        prune::prune(dir, &entry, SystemTime::now());
     }
     Ok(module)
 }
@@ -75,9 +82,7 @@ pub fn load(engine: &Engine, path: &Path, cache_dir: Option<&Path>) -> wasmtime:
 /// The cached module in `entry`, if there is a valid one; a corrupt or incompatible entry is
 /// removed (and then recompiled and replaced by the caller).
 fn cached(engine: &Engine, entry: &Path) -> Option<Module> {
-    if !entry.is_file() {
-        return None;
-    }
+    let meta = fs::metadata(entry).ok().filter(fs::Metadata::is_file)?;
     // SAFETY: `deserialize_file` maps the file and runs its machine code, so it must be the
     // output of `Module::serialize` and nothing else. Only `store` below writes files under
     // these names, and it writes them complete to a temporary name and then renames them,
@@ -88,7 +93,10 @@ fn cached(engine: &Engine, entry: &Path) -> Option<Module> {
     // the user's cache directory planting code — but such a person can as well replace the
     // executables in the user's own directories.
     match unsafe { Module::deserialize_file(engine, entry) } {
-        Ok(module) => Some(module),
+        Ok(module) => {
+            prune::mark_used(entry, &meta, SystemTime::now());
+            Some(module)
+        }
         Err(_) => {
             let _ = fs::remove_file(entry);
             None

@@ -7,6 +7,7 @@
 mod cache;
 mod cli;
 mod locate;
+mod prune;
 mod run;
 mod stamp;
 

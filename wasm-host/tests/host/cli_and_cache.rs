@@ -203,3 +203,77 @@ fn usage_errors_exit_2_and_help_exits_0() {
     assert_eq!(code, Some(0));
     assert!(stdout.contains("cutover-wasm [--module PATH] [--max-memory MiB] [--timeout SECS]"));
 }
+
+/// A cache file of `mib` MiB (sparse: nothing is written) last modified `days_ago`.
+fn aged_file(dir: &Path, name: &str, mib: u64, days_ago: u64) {
+    let file = std::fs::File::create(dir.join(name)).unwrap();
+    file.set_len(mib << 20).unwrap();
+    let when = std::time::SystemTime::now() - std::time::Duration::from_secs(days_ago * 86_400);
+    file.set_modified(when).unwrap();
+}
+
+fn fake_entry(digit: char) -> String {
+    format!(
+        "{}-wasmtime-48.0.8-x86_64.cwasm",
+        digit.to_string().repeat(64)
+    )
+}
+
+#[test]
+fn a_miss_keeps_the_cache_under_its_bound_and_a_hit_marks_its_entry_used() {
+    let dir = temp_dir("prune");
+    let m = wat_module(&dir, "ok", OK_MODULE);
+    let cache = dir.join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    // Entries other modules left, 320 MiB in all: the bound is 256 MiB.
+    aged_file(&cache, &fake_entry('a'), 150, 40);
+    aged_file(&cache, &fake_entry('b'), 120, 3);
+    aged_file(&cache, &fake_entry('c'), 50, 1);
+    let stamp_of = |digit: char| {
+        format!(
+            "cutover-wasm-stamp-v1 1 2 3 4 5 6 7 {}\n",
+            digit.to_string().repeat(64)
+        )
+    };
+    std::fs::write(cache.join("stamp-9-1"), stamp_of('a')).unwrap();
+    std::fs::write(cache.join("stamp-9-2"), stamp_of('b')).unwrap();
+    aged_file(&cache, ".tmp-77-abandoned", 1, 1);
+    aged_file(&cache, "notes.txt", 1, 400);
+    let ok = (Some(5), "ok".to_string(), String::new());
+
+    assert_eq!(run_with_cache(&m, cache.to_str().unwrap()), ok);
+    let mut left: Vec<String> = cache_entries(&cache)
+        .iter()
+        .map(|p| p.file_name().unwrap().to_str().unwrap().to_owned())
+        .collect();
+    left.sort();
+    let hash = entry_hash(&cache, &std::fs::read(&m).unwrap());
+    let own = format!("{hash}-wasmtime-48.0.8-{}.cwasm", std::env::consts::ARCH);
+    let mut expected = vec![
+        fake_entry('b'),
+        fake_entry('c'),
+        own.clone(),
+        "notes.txt".to_string(),
+        "stamp-9-2".to_string(),
+    ];
+    expected.sort();
+    assert_eq!(left, expected);
+
+    // A hit on an entry last marked three days ago moves its time to now, and removes nothing,
+    // although the cache is over its bound again (a miss would remove the entry just added).
+    aged_file(&cache, &fake_entry('d'), 200, 10);
+    let own = cache.join(own);
+    let file = std::fs::File::options().write(true).open(&own).unwrap();
+    file.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3 * 86_400))
+        .unwrap();
+    drop(file);
+    assert_eq!(run_with_cache(&m, cache.to_str().unwrap()), ok);
+    let age = std::fs::metadata(&own)
+        .unwrap()
+        .modified()
+        .unwrap()
+        .elapsed()
+        .unwrap();
+    assert!(age < std::time::Duration::from_secs(600), "{age:?}");
+    assert_eq!(cache_entries(&cache).len(), expected.len() + 1);
+}
