@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use fuzz::bases::{self, Base};
 use fuzz::bounds::{
-    CASE, CURRENT_INPUT, Counting, MEASURING, RUNNING, STARTED_MS, measured_peak, now_ms, quiesce,
+    CASE, CURRENT_INPUT, Counting, MEASURING, case_finished, case_started, measured_peak, quiesce,
     start_measuring, start_watchdog, thread_cpu_time, time_limit,
 };
 use fuzz::check::{self, Failure, Finding};
@@ -99,8 +99,7 @@ fn run_case(input: &[u8], limit: Duration) -> (Result<(), Finding>, Cost) {
         current.extend_from_slice(input);
     }
     let base = start_measuring();
-    STARTED_MS.store(now_ms(), Ordering::SeqCst);
-    RUNNING.store(true, Ordering::SeqCst);
+    case_started();
     let start = Instant::now();
     let cpu_start = thread_cpu_time();
     let run = check::run(input);
@@ -109,7 +108,7 @@ fn run_case(input: &[u8], limit: Duration) -> (Result<(), Finding>, Cost) {
         (Some(a), Some(b)) => b.saturating_sub(a),
         _ => elapsed,
     };
-    RUNNING.store(false, Ordering::SeqCst);
+    case_finished();
     let peak = measured_peak(base);
     let cost = Cost { cpu, peak };
     let verdict = check::contract(&run).map(|_| ()).and_then(|()| {
@@ -395,4 +394,49 @@ fn a_measured_peak_is_the_measuring_threads_own() {
         "{peak} bytes measured for 8 MiB held"
     );
     drop(elsewhere);
+}
+
+/// The watchdog goes by the case's CPU time, so a case starved by a loaded machine is not a
+/// hang; a case past the bound of CPU, or blocked far past it in wall time, is.
+#[test]
+fn a_hang_is_cpu_time_past_the_bound_not_a_starved_case() {
+    use fuzz::bounds::{WALL_FACTOR, is_hang};
+    let hang = Duration::from_secs(20);
+    let s = Duration::from_secs;
+    // Starved: 1 s of CPU in 25 s of wall time (seed 0x34, case 207 889, beside a build).
+    assert!(!is_hang(s(25), Some(s(1)), hang));
+    assert!(is_hang(s(21), Some(s(21)), hang));
+    // Blocked, using no CPU: a hang once the wall-time bound is passed.
+    assert!(!is_hang(hang * WALL_FACTOR, Some(s(0)), hang));
+    assert!(is_hang(hang * WALL_FACTOR + s(1), Some(s(0)), hang));
+    // Where CPU time is unknown, wall time decides.
+    assert!(is_hang(s(21), None, hang));
+    assert!(!is_hang(s(19), None, hang));
+}
+
+/// The watchdog reads the case's thread's CPU time from its own thread.
+#[test]
+fn a_threads_cpu_time_is_read_from_another_thread() {
+    use fuzz::bounds::{current_task, task_cpu_time};
+    let (ready, wait) = std::sync::mpsc::channel();
+    let (done, finish) = std::sync::mpsc::channel::<()>();
+    let worker = std::thread::spawn(move || {
+        let task = current_task().expect("a Linux task id");
+        let start = thread_cpu_time().unwrap();
+        let mut x = 0u64;
+        while thread_cpu_time().unwrap() - start < Duration::from_millis(100) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        ready.send((task, thread_cpu_time().unwrap())).unwrap();
+        finish.recv().unwrap();
+    });
+    let (task, own) = wait.recv().unwrap();
+    assert_ne!(Some(task), current_task());
+    let read = task_cpu_time(task).expect("the worker's schedstat");
+    assert!(
+        read >= own && read >= Duration::from_millis(100),
+        "{read:?} read, {own:?} by the thread itself"
+    );
+    done.send(()).unwrap();
+    worker.join().unwrap();
 }

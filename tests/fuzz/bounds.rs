@@ -170,14 +170,48 @@ pub fn quiesce() {
 pub static STARTED_MS: AtomicU64 = AtomicU64::new(0);
 pub static RUNNING: AtomicBool = AtomicBool::new(false);
 pub static CURRENT_INPUT: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+/// The thread running the case (its Linux task id; 0 when unknown) and its CPU time at the
+/// start, in nanoseconds: what the watchdog goes by.
+static RUNNER_TASK: AtomicU64 = AtomicU64::new(0);
+static STARTED_CPU_NS: AtomicU64 = AtomicU64::new(0);
+
+/// How many times the hang bound a case may take in wall time while its CPU time stays under
+/// that bound: a case blocked without using a CPU is a hang too, but one starved by a loaded
+/// machine (long runs are niced and share it with builds) is not.
+pub const WALL_FACTOR: u32 = 10;
 
 pub fn now_ms() -> u64 {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     EPOCH.get_or_init(Instant::now).elapsed().as_millis() as u64
 }
 
-/// Aborts the process (after saving the input) when one case runs past `FUZZ_HANG_SECS`
-/// (default 10 × the time limit).
+/// Marks the calling thread as running a case, for the watchdog.
+pub fn case_started() {
+    STARTED_MS.store(now_ms(), Ordering::SeqCst);
+    let task = current_task();
+    let cpu = task.and_then(task_cpu_time).unwrap_or_default();
+    STARTED_CPU_NS.store(cpu.as_nanos() as u64, Ordering::SeqCst);
+    RUNNER_TASK.store(task.unwrap_or(0), Ordering::SeqCst);
+    RUNNING.store(true, Ordering::SeqCst);
+}
+
+/// The case has returned: the watchdog leaves the process alone until the next one.
+pub fn case_finished() {
+    RUNNING.store(false, Ordering::SeqCst);
+}
+
+/// Whether a case that has run `wall` and used `cpu` (`None` where the platform does not say)
+/// hangs: past `hang` of CPU time, or past [`WALL_FACTOR`] × `hang` of wall time whatever its
+/// CPU time; past `hang` of wall time where CPU time is unknown.
+pub fn is_hang(wall: Duration, cpu: Option<Duration>, hang: Duration) -> bool {
+    match cpu {
+        Some(cpu) => cpu > hang || wall > hang * WALL_FACTOR,
+        None => wall > hang,
+    }
+}
+
+/// Aborts the process (after saving the input) when one case hangs ([`is_hang`]) past
+/// `FUZZ_HANG_SECS` (default 10 × the time limit).
 pub fn start_watchdog(limit: Duration) {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
@@ -188,20 +222,30 @@ pub fn start_watchdog(limit: Duration) {
         std::thread::spawn(move || {
             loop {
                 std::thread::sleep(Duration::from_millis(500));
-                if RUNNING.load(Ordering::SeqCst)
-                    && now_ms() - STARTED_MS.load(Ordering::SeqCst) > hang.as_millis() as u64
-                {
-                    let path = super::failure_dir().join("mutation-hang.yaml");
-                    if let Ok(input) = CURRENT_INPUT.try_lock() {
-                        let _ = std::fs::write(&path, &*input);
-                    }
-                    eprintln!(
-                        "fuzz_mutation: case {} runs for more than {hang:?}: input in {}; aborting",
-                        CASE.load(Ordering::SeqCst),
-                        path.display()
-                    );
-                    std::process::abort();
+                if !RUNNING.load(Ordering::SeqCst) {
+                    continue;
                 }
+                let wall = Duration::from_millis(now_ms() - STARTED_MS.load(Ordering::SeqCst));
+                let task = RUNNER_TASK.load(Ordering::SeqCst);
+                let cpu = (task != 0).then(|| task_cpu_time(task)).flatten().map(|now| {
+                    now.saturating_sub(Duration::from_nanos(STARTED_CPU_NS.load(Ordering::SeqCst)))
+                });
+                // Read again: the case may have ended (and the next begun) meanwhile.
+                if !RUNNING.load(Ordering::SeqCst) || !is_hang(wall, cpu, hang) {
+                    continue;
+                }
+                let path = super::failure_dir().join("mutation-hang.yaml");
+                if let Ok(input) = CURRENT_INPUT.try_lock() {
+                    let _ = std::fs::write(&path, &*input);
+                }
+                let cpu = cpu.map_or_else(|| "unknown".into(), |c| format!("{c:?}"));
+                eprintln!(
+                    "fuzz_mutation: case {} hangs ({wall:?} of wall time, {cpu} of CPU; bound {hang:?} of CPU, {:?} of wall time): input in {}; aborting",
+                    CASE.load(Ordering::SeqCst),
+                    hang * WALL_FACTOR,
+                    path.display()
+                );
+                std::process::abort();
             }
         });
     });
@@ -211,7 +255,22 @@ pub fn start_watchdog(limit: Duration) {
 /// field is nanoseconds on a CPU); `None` elsewhere. The time bound is on this, not on wall time,
 /// so a loaded machine (long runs share it with builds) does not make a case slow.
 pub fn thread_cpu_time() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    schedstat_cpu("/proc/thread-self/schedstat")
+}
+
+/// The calling thread's Linux task id (`/proc/thread-self` links to `<pid>/task/<tid>`).
+pub fn current_task() -> Option<u64> {
+    let link = std::fs::read_link("/proc/thread-self").ok()?;
+    link.file_name()?.to_str()?.parse().ok()
+}
+
+/// CPU time a thread of this process has had so far, read from any thread.
+pub fn task_cpu_time(task: u64) -> Option<Duration> {
+    schedstat_cpu(&format!("/proc/self/task/{task}/schedstat"))
+}
+
+fn schedstat_cpu(path: &str) -> Option<Duration> {
+    let stat = std::fs::read_to_string(path).ok()?;
     let nanos = stat.split_whitespace().next()?.parse().ok()?;
     Some(Duration::from_nanos(nanos))
 }
