@@ -1,9 +1,10 @@
 //! Keeping the compiled-code cache bounded. Every new module (each release, each build of a
 //! development tree) adds an entry of about 18 MiB, and nothing else would ever remove one.
 //!
-//! The rule is wasmtime's own cache's (`crates/cache/src/worker.rs` and `config.rs` of
-//! bytecodealliance/wasmtime, `DEFAULT_FILES_TOTAL_SIZE_SOFT_LIMIT`): a total size, the least
-//! recently used entries removed first, "used" read from the file's modification time. It is
+//! The rule is wasmtime's own cache's (bytecodealliance/wasmtime, `crates/cache/src/config.rs`
+//! at 0a2c367, `DEFAULT_FILES_TOTAL_SIZE_SOFT_LIMIT`, and the cleanup task in
+//! `crates/cache/src/worker.rs` at 08f9eb1): the entries listed newest first by modification time,
+//! their sizes added up, and every entry from the first that passes the limit removed. It is
 //! simpler here because the host makes one run per process: there is no worker thread, and the
 //! cache is pruned only when a run has just compiled a module and stored it (a miss, which has
 //! already spent seconds in Cranelift). A hit costs nothing new: the entry's `stat` is the one
