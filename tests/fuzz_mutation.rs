@@ -113,6 +113,7 @@ fn run_case(input: &[u8], limit: Duration) -> (Result<(), Finding>, Cost) {
     let cost = Cost { cpu, peak };
     let verdict = check::contract(&run).map(|_| ()).and_then(|()| {
         fuzz::typed::untouched_keep_types(input, &run.out.stdout)?;
+        check::reader_agrees(input)?;
         let bound = MEMORY_PER_INPUT_BYTE * input.len() + MEMORY_FIXED + memory_for_aliases(input);
         if peak > bound {
             return Err(Finding::new(

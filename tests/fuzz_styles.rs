@@ -280,6 +280,7 @@ fn check_doc(
         (check::contract(&run)?, run.out.exit_code)
     };
     let styled = style::write(doc, style_seed, features, forced);
+    check::reader_agrees(styled.text.as_bytes())?;
     // The reference every path must agree with: serde_yaml's whole-document parse.
     let back: Value = serde_yaml::from_str(styled.text.trim_start_matches('\u{feff}'))
         .unwrap_or_else(|e| {

@@ -35,6 +35,9 @@ pub enum Failure {
     /// A scalar the function did not change has another value or type to go-yaml or a YAML 1.1
     /// reader in the output than in the input (`fuzz/typed.rs`).
     TypeChanged,
+    /// libyaml as the engine builds it (runs of ASCII copied at once) and libyaml reading one
+    /// character at a time give different events, marks or errors for the input.
+    ReaderDiffers,
 }
 
 /// A failure with what shows it.
@@ -82,6 +85,21 @@ pub fn run(input: &[u8]) -> Run {
     let panicked =
         PANICS.load(Ordering::SeqCst) != before || out.stderr.contains("internal error (panic)");
     Run { out, panicked }
+}
+
+/// Whether the engine's libyaml, which copies runs of ASCII at once, reads `input` exactly as
+/// libyaml's own one-character loop does: the same events, marks and errors (after a leading
+/// byte order mark, which the engine removes before parsing).
+pub fn reader_agrees(input: &[u8]) -> Result<(), Finding> {
+    use cutover::krm::yaml::events::{Parser, first_disagreement};
+    let body = input.strip_prefix("\u{feff}".as_bytes()).unwrap_or(input);
+    match first_disagreement(Parser::new(body), Parser::one_character_at_a_time(body)) {
+        None => Ok(()),
+        Some((at, fast, reference)) => Err(Finding::new(
+            Failure::ReaderDiffers,
+            format!("event {at}: copying runs gives {fast}, one character at a time {reference}"),
+        )),
+    }
 }
 
 /// The one document of `stdout`, if it is exactly one YAML document that is a ResourceList

@@ -4,11 +4,18 @@
 //! scanner and parser, so the events and their positions here are the ones those tools see.
 //! Positions ([`Mark::index`]) are **byte** offsets into the input: unsafe-libyaml advances its
 //! index by each character's UTF-8 width (C libyaml counts characters); a unit test pins it.
+//!
+//! The crate is built from `vendor/unsafe-libyaml`, patched to copy runs of ASCII at once where
+//! libyaml takes one character at a time (its `CUTOVER.md`). [`Parser::one_character_at_a_time`]
+//! turns the patch off, and [`first_disagreement`] compares two parses, so that tests and both
+//! fuzz suites can check that the two agree.
 
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 
 use unsafe_libyaml as unsafe_yaml;
+
+use super::MAX_DEPTH;
 
 /// A position in the input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -122,6 +129,16 @@ pub struct Parser<'a> {
 impl<'a> Parser<'a> {
     /// A parser over `input` (UTF-8; a leading byte order mark must be removed by the caller).
     pub fn new(input: &'a [u8]) -> Parser<'a> {
+        Parser::with_reading(input, false)
+    }
+
+    /// The same parser reading one character at a time, as upstream libyaml does: the reference
+    /// the patched reader is checked against.
+    pub fn one_character_at_a_time(input: &'a [u8]) -> Parser<'a> {
+        Parser::with_reading(input, true)
+    }
+
+    fn with_reading(input: &'a [u8], one_at_a_time: bool) -> Parser<'a> {
         let mut sys = Box::new(MaybeUninit::<unsafe_yaml::yaml_parser_t>::uninit());
         // SAFETY: `yaml_parser_initialize` fully initializes the struct it is given; the input
         // outlives the parser (`'a`), and the boxed parser never moves.
@@ -131,6 +148,7 @@ impl<'a> Parser<'a> {
                 panic!("libyaml could not allocate its parser");
             }
             unsafe_yaml::yaml_parser_set_encoding(parser, unsafe_yaml::YAML_UTF8_ENCODING);
+            unsafe_yaml::yaml_parser_set_one_at_a_time(parser, one_at_a_time);
             unsafe_yaml::yaml_parser_set_input_string(parser, input.as_ptr(), input.len() as u64);
         }
         Parser {
@@ -178,6 +196,36 @@ impl Drop for Parser<'_> {
         // SAFETY: initialized in `new`, deleted once.
         unsafe { unsafe_yaml::yaml_parser_delete(self.sys.as_mut_ptr()) };
     }
+}
+
+/// Where two parsers first disagree: the number of the event, and what each gave there (an
+/// event with its marks, or an error, shortened to 200 bytes). `None` when they agree as far
+/// as the engine reads: to the end of the stream, the first error, or the first collection
+/// nested deeper than [`MAX_DEPTH`], which the engine refuses (libyaml's scanner slows down
+/// with the depth of flow collections). The two are stepped together: memory stays constant.
+pub fn first_disagreement(mut a: Parser<'_>, mut b: Parser<'_>) -> Option<(usize, String, String)> {
+    let mut depth = 0usize;
+    for at in 0.. {
+        let (x, y) = (a.next_event(), b.next_event());
+        if x != y {
+            let shown = |r: &Result<(Event<'_>, Mark, Mark), SyntaxError>| {
+                let mut text = format!("{r:?}");
+                text.truncate(text.floor_char_boundary(200));
+                text
+            };
+            return Some((at, shown(&x), shown(&y)));
+        }
+        match x {
+            Ok((Event::SequenceStart { .. } | Event::MappingStart { .. }, _, _)) => depth += 1,
+            Ok((Event::SequenceEnd | Event::MappingEnd, _, _)) => depth -= 1,
+            Ok((Event::StreamEnd, _, _)) | Err(_) => return None,
+            Ok(_) => {}
+        }
+        if depth > MAX_DEPTH {
+            return None;
+        }
+    }
+    unreachable!("an event stream ends with its end or an error")
 }
 
 /// A NUL-terminated C string as bytes (empty for null).
@@ -335,5 +383,91 @@ mod tests {
             b"%TAG !e! tag:example.com,2000:\n---\na: !e!x 1\n"
         ));
         assert!(!declares(b"a: !!str 1\n"));
+    }
+
+    /// Inputs built to reach every edge of the patched reader's runs: each of a set of pieces
+    /// (multi-byte and forbidden characters, invalid UTF-8, flow indicators, `:`, comments,
+    /// document markers, CRLF, tabs, a scalar at the very end) placed so that it falls on each
+    /// side of libyaml's 16 KiB read chunk and of its last two unread characters.
+    fn boundary_inputs() -> Vec<Vec<u8>> {
+        const CHUNK: usize = 16 * 1024;
+        let pieces: [&[u8]; 22] = [
+            b"abc",
+            "\u{e9}t\u{e9}".as_bytes(),
+            "\u{2615}x".as_bytes(),
+            "\u{1f600}".as_bytes(),
+            b"a\xc2\x85b",
+            b"a\x01b",
+            b"a\x7fb",
+            b"a\x80b",
+            b"a\xc3",
+            b"a\xed\xa0\x80b",
+            b"a:b",
+            b"a: b",
+            b"a #c",
+            b"a#b",
+            b"[a, b:c, {d: e}]",
+            b"{a:b, c}",
+            b"x\r\ny",
+            b"x\ty",
+            b"\n---\n",
+            b"\n...\n",
+            b"x\n  y",
+            b"\xef\xbb\xbf",
+        ];
+        let mut inputs = Vec::new();
+        for piece in pieces {
+            for before in CHUNK - 8..CHUNK + 4 {
+                // `k: ` and a plain scalar of `v`s up to `before` bytes, then the piece.
+                let mut text = b"k: ".to_vec();
+                text.resize(before.max(4), b'v');
+                text.extend_from_slice(piece);
+                inputs.push(text.clone());
+                text.extend_from_slice(b"\n");
+                inputs.push(text);
+            }
+            for short in 0..6 {
+                let mut text = b"k: ".to_vec();
+                text.resize(3 + short, b'v');
+                text.extend_from_slice(piece);
+                inputs.push(text);
+            }
+        }
+        inputs
+    }
+
+    fn fails(input: &[u8]) -> bool {
+        let mut p = Parser::new(input);
+        loop {
+            match p.next_event() {
+                Ok((Event::StreamEnd, _, _)) => return false,
+                Ok(_) => {}
+                Err(_) => return true,
+            }
+        }
+    }
+
+    /// The patched reader gives the same events, marks and errors as libyaml's own loop.
+    #[test]
+    fn copying_runs_of_ascii_reads_as_one_character_at_a_time() {
+        let inputs = boundary_inputs();
+        let mut errors = 0;
+        for input in &inputs {
+            let fast = Parser::new(input);
+            let reference = Parser::one_character_at_a_time(input);
+            assert_eq!(
+                first_disagreement(fast, reference),
+                None,
+                "{} bytes",
+                input.len()
+            );
+            errors += usize::from(fails(input));
+        }
+        // Both outcomes are covered: inputs that read to the end and inputs that fail.
+        assert!(
+            errors > 100 && errors < inputs.len() - 100,
+            "{errors} of {}",
+            inputs.len()
+        );
     }
 }
