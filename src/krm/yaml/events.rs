@@ -387,11 +387,11 @@ mod tests {
 
     /// Inputs built to reach every edge of the patched reader's runs: each of a set of pieces
     /// (multi-byte and forbidden characters, invalid UTF-8, flow indicators, `:`, comments,
-    /// document markers, CRLF, tabs, a scalar at the very end) placed so that it falls on each
-    /// side of libyaml's 16 KiB read chunk and of its last two unread characters.
+    /// document markers, CRLF, tabs, runs of blanks, a scalar at the very end) placed so that
+    /// it falls on each side of libyaml's 16 KiB read chunk and of its last unread characters.
     fn boundary_inputs() -> Vec<Vec<u8>> {
         const CHUNK: usize = 16 * 1024;
-        let pieces: [&[u8]; 22] = [
+        let pieces: [&[u8]; 30] = [
             b"abc",
             "\u{e9}t\u{e9}".as_bytes(),
             "\u{2615}x".as_bytes(),
@@ -414,6 +414,14 @@ mod tests {
             b"\n...\n",
             b"x\n  y",
             b"\xef\xbb\xbf",
+            "  # \u{e9}t\u{e9}\n  z".as_bytes(),
+            b"\n    #c\r\nz: 1",
+            b"\n\t\tz: 1",
+            b"\nz: [\t a,\t b ]",
+            b"\nz: {a: 1,    b: 2}",
+            b"\n- a\n-    b\n",
+            b"  #c\rz: 1",
+            b"                                        #c\nz: 1",
         ];
         let mut inputs = Vec::new();
         for piece in pieces {
