@@ -9,8 +9,8 @@
 # A case depends only on the seed, its number and the code, so shards of the same seed run on
 # the same code (anywhere, at any time, in any order) add up to the run of all their cases.
 # "The same code" is the fingerprint printed first: the git trees of everything a case
-# depends on (the function's sources, the fuzz harness, the examples it starts from,
-# Cargo.lock). A shard run on a dirty tree says so and has no fingerprint.
+# depends on (the function's sources, the vendored libyaml, the fuzz harness, the examples it
+# starts from, Cargo.lock). A shard run on a dirty tree says so and has no fingerprint.
 #
 # The test binary is copied out of target/ first, so building while a shard runs is safe.
 # Output: target/fuzz-long/<suite>-<seed>-<first>-<end>/log (also on stdout); the last line
@@ -30,7 +30,7 @@ case "$suite" in
   *) echo "fuzz-long: suite is styles or mutation, not $suite" >&2; exit 2 ;;
 esac
 
-inputs=(src tests/fuzz tests/"$test_name".rs tests/common examples Cargo.toml Cargo.lock)
+inputs=(src vendor tests/fuzz tests/"$test_name".rs tests/common examples Cargo.toml Cargo.lock)
 if [[ -n "$(git status --porcelain -- "${inputs[@]}")" ]]; then
   fingerprint="none (uncommitted changes in ${inputs[*]})"
 else
