@@ -11,6 +11,15 @@ mod prune;
 mod run;
 mod stamp;
 
+/// An empty directory of its own for one unit test.
+#[cfg(test)]
+fn temp(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("cutover-wasm-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 use std::io::{Read, Write};
 use std::process::ExitCode;
 

@@ -19,6 +19,8 @@ use std::fs;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
+use crate::stamp;
+
 /// Largest total size of the entries kept (the entry just written is always kept). About a dozen
 /// of today's entries; wasmtime's own cache defaults to 512 MiB for every module a user runs.
 pub const MAX_TOTAL_BYTES: u64 = 256 << 20;
@@ -155,9 +157,7 @@ pub fn prune(dir: &Path, kept: &Path, now: SystemTime) {
     }
     for name in stamps {
         let names_an_entry = fs::read_to_string(dir.join(&name)).is_ok_and(|text| {
-            text.split_whitespace()
-                .last()
-                .is_some_and(|hash| remaining.iter().any(|h| h == hash))
+            stamp::recorded_hash(&text).is_some_and(|hash| remaining.iter().any(|h| h == hash))
         });
         if !names_an_entry {
             let _ = fs::remove_file(dir.join(&name));
@@ -167,19 +167,11 @@ pub fn prune(dir: &Path, kept: &Path, now: SystemTime) {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-
     use super::*;
+    use crate::temp;
 
     const MIB: u64 = 1 << 20;
     const DAY: Duration = Duration::from_secs(24 * 60 * 60);
-
-    fn temp(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("cutover-wasm-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        dir
-    }
 
     /// An entry's name for a module hash made of one repeated hex digit.
     fn entry(digit: char) -> String {

@@ -85,9 +85,15 @@ fn path(dir: &Path, state: &FileState) -> PathBuf {
 /// The module's hash, if a stamp for exactly this state exists.
 pub fn lookup(dir: &Path, state: &FileState) -> Option<blake3::Hash> {
     let text = fs::read_to_string(path(dir, state)).ok()?;
-    let (recorded, hex) = text.trim_end().rsplit_once(' ')?;
-    let hash = blake3::Hash::from_hex(hex).ok()?;
-    (state.line(&hash).trim_end() == format!("{recorded} {hex}")).then_some(hash)
+    let hash = blake3::Hash::from_hex(recorded_hash(&text)?).ok()?;
+    (state.line(&hash).trim_end() == text.trim_end()).then_some(hash)
+}
+
+/// The module hash (hex) a stamp file's text records, whatever state it was written for;
+/// `None` for text that is not a stamp of this format.
+pub fn recorded_hash(text: &str) -> Option<&str> {
+    let (_, hex) = text.trim_end().strip_prefix(FORMAT)?.rsplit_once(' ')?;
+    Some(hex)
 }
 
 /// Records that the module in `state` has `hash`, if it has settled by `now`; `write` stores
@@ -108,6 +114,7 @@ pub fn record(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::temp;
 
     fn state() -> FileState {
         FileState {
@@ -121,13 +128,6 @@ mod tests {
 
     fn ctime(state: &FileState) -> SystemTime {
         SystemTime::UNIX_EPOCH + Duration::new(state.ctime.0 as u64, state.ctime.1 as u32)
-    }
-
-    fn temp(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("cutover-wasm-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        dir
     }
 
     fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -205,5 +205,22 @@ mod tests {
         fs::write(path(&dir, &s), &good).unwrap();
         assert_eq!(lookup(&dir, &s), Some(hash));
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The hash a stamp records, read the way the pruning reads it: only from a stamp of this
+    /// format, whatever file state it was written for.
+    #[test]
+    fn a_stamp_names_its_hash_whatever_its_state() {
+        let hash = blake3::hash(b"module");
+        let hex = hash.to_hex().to_string();
+        let mut other = state();
+        other.ino = 7;
+        assert_eq!(recorded_hash(&state().line(&hash)), Some(hex.as_str()));
+        assert_eq!(recorded_hash(&other.line(&hash)), Some(hex.as_str()));
+        assert_eq!(recorded_hash("damaged"), None);
+        assert_eq!(
+            recorded_hash(&format!("cutover-wasm-stamp-v0 1 2 {hex}\n")),
+            None
+        );
     }
 }
