@@ -6,7 +6,8 @@
 //! index by each character's UTF-8 width (C libyaml counts characters); a unit test pins it.
 //!
 //! The crate is built from `vendor/unsafe-libyaml`, patched to copy runs of ASCII at once where
-//! libyaml takes one character at a time (its `CUTOVER.md`). [`Parser::one_character_at_a_time`]
+//! libyaml takes one character at a time, and to allocate less per scalar (its `CUTOVER.md`).
+//! [`Parser::one_character_at_a_time`]
 //! turns the patch off, and [`first_disagreement`] compares two parses, so that tests and both
 //! fuzz suites can check that the two agree.
 
@@ -132,8 +133,8 @@ impl<'a> Parser<'a> {
         Parser::with_reading(input, false)
     }
 
-    /// The same parser reading one character at a time, as upstream libyaml does: the reference
-    /// the patched reader is checked against.
+    /// The same parser reading one character at a time and allocating as upstream libyaml
+    /// does: the reference the patched libyaml is checked against.
     pub fn one_character_at_a_time(input: &'a [u8]) -> Parser<'a> {
         Parser::with_reading(input, true)
     }
@@ -383,6 +384,45 @@ mod tests {
             b"%TAG !e! tag:example.com,2000:\n---\na: !e!x 1\n"
         ));
         assert!(!declares(b"a: !!str 1\n"));
+    }
+
+    /// The scanner's working strings, kept from one scalar for the next, read as fresh ones: every
+    /// pair of scalars that fill them (blank lines, runs of blanks longer and shorter than what
+    /// is kept, line folding in quotes, block scalars' trailing lines), one after the other.
+    #[test]
+    fn reused_working_strings_read_as_fresh_ones() {
+        let long = " ".repeat(100);
+        let medium = " ".repeat(40);
+        let scalars = [
+            "x\n\n\n  y".to_string(),
+            "p\n  q".to_string(),
+            format!("a{long}b"),
+            format!("a{medium}b\n  c{medium}d"),
+            "\"a\n\n  b  \\\n  c\"".to_string(),
+            "'s\n\n\n  t   u'".to_string(),
+            "|+\n  a\n\n\n".to_string(),
+            ">-\n  a\n  b\n\n  c\n".to_string(),
+            format!("|\n  a{long}\n\n  b"),
+            "\"q\"".to_string(),
+            "v".to_string(),
+        ];
+        let mut cases = 0;
+        for first in &scalars {
+            for second in &scalars {
+                for text in [
+                    format!("k: {first}\nl: {second}\n"),
+                    format!("- {first}\n- {second}\n"),
+                    format!("[{first}, {second}]\n"),
+                ] {
+                    let fast = Parser::new(text.as_bytes());
+                    let reference = Parser::one_character_at_a_time(text.as_bytes());
+                    assert_eq!(first_disagreement(fast, reference), None, "{text:?}");
+                    cases += usize::from(!fails(text.as_bytes()));
+                }
+            }
+        }
+        // Most pairs read to the end (the block scalars fail in a flow sequence).
+        assert!(cases > 250, "{cases}");
     }
 
     /// Inputs built to reach every edge of the patched reader's runs: each of a set of pieces

@@ -195,6 +195,9 @@ pub unsafe fn yaml_parser_delete(parser: *mut yaml_parser_t) {
     STACK_DEL!((*parser).simple_keys);
     STACK_DEL!((*parser).states);
     STACK_DEL!((*parser).marks);
+    for scratch in &mut (*parser).scratch {
+        STRING_DEL!(*scratch);
+    }
     while !STACK_EMPTY!((*parser).tag_directives) {
         let tag_directive = POP!((*parser).tag_directives);
         yaml_free(tag_directive.handle as *mut libc::c_void);
@@ -292,9 +295,10 @@ pub unsafe fn yaml_parser_set_encoding(parser: *mut yaml_parser_t, encoding: yam
     (*parser).encoding = encoding;
 }
 
-/// Read one character at a time, as upstream libyaml does, or not (the default: runs of ASCII
-/// are copied at once). The two give the same events, marks and errors; the switch exists so
-/// that tests can check it (cutover's patch; see CUTOVER.md).
+/// Read one character at a time and allocate as upstream libyaml does, or not (the default:
+/// runs of ASCII are copied at once, and scalars' working strings are kept from one scalar to
+/// the next). The two give the same events, marks and errors; the switch exists so that tests
+/// can check it (cutover's patch; see CUTOVER.md).
 pub unsafe fn yaml_parser_set_one_at_a_time(parser: *mut yaml_parser_t, one_at_a_time: bool) {
     __assert!(!parser.is_null());
     (*parser).one_at_a_time = one_at_a_time;

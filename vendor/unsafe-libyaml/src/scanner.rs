@@ -1812,9 +1812,9 @@ unsafe fn yaml_parser_scan_block_scalar(
     let mut indent: libc::c_int = 0;
     let mut leading_blank: libc::c_int = 0;
     let mut trailing_blank: libc::c_int;
-    STRING_INIT!(string);
-    STRING_INIT!(leading_break);
-    STRING_INIT!(trailing_breaks);
+    init_scalar_string(parser, addr_of_mut!(string));
+    take_scratch(parser, 0, addr_of_mut!(leading_break));
+    take_scratch(parser, 1, addr_of_mut!(trailing_breaks));
     let start_mark: yaml_mark_t = (*parser).mark;
     SKIP(parser);
     if CACHE(parser, 1_u64).ok {
@@ -2029,8 +2029,8 @@ unsafe fn yaml_parser_scan_block_scalar(
                                                 } else {
                                                     YAML_FOLDED_SCALAR_STYLE
                                                 };
-                                                STRING_DEL!(leading_break);
-                                                STRING_DEL!(trailing_breaks);
+                                                give_back_scratch(parser, 0, addr_of_mut!(leading_break));
+                                                give_back_scratch(parser, 1, addr_of_mut!(trailing_breaks));
                                                 return OK;
                                             }
                                         }
@@ -2044,8 +2044,8 @@ unsafe fn yaml_parser_scan_block_scalar(
         }
     }
     STRING_DEL!(string);
-    STRING_DEL!(leading_break);
-    STRING_DEL!(trailing_breaks);
+    give_back_scratch(parser, 0, addr_of_mut!(leading_break));
+    give_back_scratch(parser, 1, addr_of_mut!(trailing_breaks));
     FAIL
 }
 
@@ -2118,10 +2118,10 @@ unsafe fn yaml_parser_scan_flow_scalar(
     let mut trailing_breaks = NULL_STRING;
     let mut whitespaces = NULL_STRING;
     let mut leading_blanks;
-    STRING_INIT!(string);
-    STRING_INIT!(leading_break);
-    STRING_INIT!(trailing_breaks);
-    STRING_INIT!(whitespaces);
+    init_scalar_string(parser, addr_of_mut!(string));
+    take_scratch(parser, 0, addr_of_mut!(leading_break));
+    take_scratch(parser, 1, addr_of_mut!(trailing_breaks));
+    take_scratch(parser, 2, addr_of_mut!(whitespaces));
     let start_mark: yaml_mark_t = (*parser).mark;
     SKIP(parser);
     's_58: loop {
@@ -2498,15 +2498,15 @@ unsafe fn yaml_parser_scan_flow_scalar(
         } else {
             YAML_DOUBLE_QUOTED_SCALAR_STYLE
         };
-        STRING_DEL!(leading_break);
-        STRING_DEL!(trailing_breaks);
-        STRING_DEL!(whitespaces);
+        give_back_scratch(parser, 0, addr_of_mut!(leading_break));
+        give_back_scratch(parser, 1, addr_of_mut!(trailing_breaks));
+        give_back_scratch(parser, 2, addr_of_mut!(whitespaces));
         return OK;
     }
     STRING_DEL!(string);
-    STRING_DEL!(leading_break);
-    STRING_DEL!(trailing_breaks);
-    STRING_DEL!(whitespaces);
+    give_back_scratch(parser, 0, addr_of_mut!(leading_break));
+    give_back_scratch(parser, 1, addr_of_mut!(trailing_breaks));
+    give_back_scratch(parser, 2, addr_of_mut!(whitespaces));
     FAIL
 }
 
@@ -2522,10 +2522,10 @@ unsafe fn yaml_parser_scan_plain_scalar(
     let mut whitespaces = NULL_STRING;
     let mut leading_blanks = false;
     let indent: libc::c_int = (*parser).indent + 1;
-    STRING_INIT!(string);
-    STRING_INIT!(leading_break);
-    STRING_INIT!(trailing_breaks);
-    STRING_INIT!(whitespaces);
+    init_scalar_string(parser, addr_of_mut!(string));
+    take_scratch(parser, 0, addr_of_mut!(leading_break));
+    take_scratch(parser, 1, addr_of_mut!(trailing_breaks));
+    take_scratch(parser, 2, addr_of_mut!(whitespaces));
     end_mark = (*parser).mark;
     let start_mark: yaml_mark_t = end_mark;
     's_57: loop {
@@ -2682,17 +2682,74 @@ unsafe fn yaml_parser_scan_plain_scalar(
         if leading_blanks {
             (*parser).simple_key_allowed = true;
         }
-        STRING_DEL!(leading_break);
-        STRING_DEL!(trailing_breaks);
-        STRING_DEL!(whitespaces);
+        give_back_scratch(parser, 0, addr_of_mut!(leading_break));
+        give_back_scratch(parser, 1, addr_of_mut!(trailing_breaks));
+        give_back_scratch(parser, 2, addr_of_mut!(whitespaces));
         return OK;
     }
     STRING_DEL!(string);
-    STRING_DEL!(leading_break);
-    STRING_DEL!(trailing_breaks);
-    STRING_DEL!(whitespaces);
+    give_back_scratch(parser, 0, addr_of_mut!(leading_break));
+    give_back_scratch(parser, 1, addr_of_mut!(trailing_breaks));
+    give_back_scratch(parser, 2, addr_of_mut!(whitespaces));
     FAIL
 }
+
+/// Starts a scalar's value as `STRING_INIT!` does, but with room for [`SCALAR_STRING_SIZE`] bytes
+/// (upstream's 16 when going one character at a time): most values are longer than 16 bytes,
+/// and each doubling is a `realloc` and a copy.
+unsafe fn init_scalar_string(parser: *mut yaml_parser_t, string: *mut yaml_string_t) {
+    if (*parser).one_at_a_time {
+        STRING_INIT!(*string);
+        return;
+    }
+    let start = yaml_malloc(SCALAR_STRING_SIZE as size_t) as *mut yaml_char_t;
+    memset(start as *mut libc::c_void, 0, SCALAR_STRING_SIZE as libc::c_ulong);
+    *string = yaml_string_t {
+        start,
+        pointer: start,
+        end: start.wrapping_add(SCALAR_STRING_SIZE),
+    };
+}
+
+/// The room a scalar's value starts with (a power of two, as the string only doubles).
+const SCALAR_STRING_SIZE: usize = 64;
+
+/// Makes `string` a working string of a scalar, as `STRING_INIT!` does: 16 or more bytes, all
+/// zero. It reuses the one the last scalar gave back to `slot` (zeroed whole: `JOIN!` rewinds a
+/// string without zeroing it), saving a `malloc` and a `free` per working string; upstream's
+/// fresh allocation when going one character at a time.
+unsafe fn take_scratch(parser: *mut yaml_parser_t, slot: usize, string: *mut yaml_string_t) {
+    let kept = (*parser).scratch[slot];
+    if (*parser).one_at_a_time || kept.start.is_null() {
+        STRING_INIT!(*string);
+        return;
+    }
+    (*parser).scratch[slot] = NULL_STRING;
+    memset(
+        kept.start as *mut libc::c_void,
+        0,
+        kept.end.c_offset_from(kept.start) as libc::c_ulong,
+    );
+    *string = yaml_string_t {
+        pointer: kept.start,
+        ..kept
+    };
+}
+
+/// Ends a scalar's working string, as `STRING_DEL!` does, keeping it in `slot` for the next
+/// scalar when it is small (so that zeroing it there stays cheaper than a `malloc`).
+unsafe fn give_back_scratch(parser: *mut yaml_parser_t, slot: usize, string: *mut yaml_string_t) {
+    let small = (*string).end.c_offset_from((*string).start) <= MAX_SCRATCH;
+    if (*parser).one_at_a_time || !(*parser).scratch[slot].start.is_null() || !small {
+        STRING_DEL!(*string);
+        return;
+    }
+    (*parser).scratch[slot] = *string;
+    *string = NULL_STRING;
+}
+
+/// The largest working string kept between scalars, in bytes.
+const MAX_SCRATCH: isize = 64;
 
 /// Reads, in one copy, the run of characters the loop of `yaml_parser_scan_plain_scalar` would
 /// read one at a time right after a `READ` with no blanks pending: ASCII from `!` to `~`, not

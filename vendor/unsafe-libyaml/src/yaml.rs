@@ -930,9 +930,13 @@ pub struct yaml_parser_t {
     pub(crate) aliases: yaml_stack_t<yaml_alias_data_t>,
     /// The currently parsed document.
     pub(crate) document: *mut yaml_document_t,
-    /// Whether the reader and the plain-scalar scanner go one character at a time, as upstream
-    /// libyaml does, instead of copying runs of ASCII (cutover's patch; see CUTOVER.md).
+    /// Whether the reader and the scanner go one character at a time and allocate as upstream
+    /// libyaml does, instead of copying runs of ASCII and keeping scalars' working strings
+    /// (cutover's patch; see CUTOVER.md).
     pub(crate) one_at_a_time: bool,
+    /// A scalar's working strings (leading break, trailing breaks, whitespace), kept for the
+    /// next scalar instead of freed (cutover's patch; see CUTOVER.md).
+    pub(crate) scratch: [yaml_string_t; 3],
 }
 
 #[repr(C)]
