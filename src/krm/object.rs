@@ -92,12 +92,34 @@ pub trait KrmObject {
 }
 
 fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
+    field(v, key).and_then(Value::as_str)
 }
 
 fn metadata_map<'a>(v: &'a Value, key: &str) -> Option<&'a Mapping> {
-    v.get("metadata")?.get(key)?.as_mapping()
+    field(field(v, "metadata")?, key)?.as_mapping()
 }
+
+/// `v.get(key)`: the value under the string `key` when `v` is a mapping (tags looked through).
+pub fn field<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+    match untagged(v) {
+        Value::Mapping(map) => entry(map, key),
+        _ => None,
+    }
+}
+
+/// `map.get(key)`: the value under the string `key`. A small map is scanned, as hashing the key
+/// with serde_yaml's SipHash costs more than comparing it with a few keys; keys are unique, so
+/// both find the same entry (only a `Value::String` key equals `key`, as for `get`).
+pub fn entry<'a>(map: &'a Mapping, key: &str) -> Option<&'a Value> {
+    if map.len() > SCANNED_MAP_LEN {
+        return map.get(key);
+    }
+    map.iter()
+        .find_map(|(k, v)| matches!(k, Value::String(s) if s.as_str() == key).then_some(v))
+}
+
+/// The most entries [`entry`] scans before it hashes instead.
+const SCANNED_MAP_LEN: usize = 16;
 
 impl KrmObject for Value {
     fn api_version(&self) -> &str {
@@ -107,18 +129,18 @@ impl KrmObject for Value {
         str_at(self, "kind").unwrap_or("")
     }
     fn name(&self) -> &str {
-        self.get("metadata")
+        field(self, "metadata")
             .and_then(|m| str_at(m, "name"))
             .unwrap_or("")
     }
     fn namespace(&self) -> Option<&str> {
-        self.get("metadata").and_then(|m| str_at(m, "namespace"))
+        field(self, "metadata").and_then(|m| str_at(m, "namespace"))
     }
     fn annotation(&self, key: &str) -> Option<&str> {
-        metadata_map(self, "annotations")?.get(key)?.as_str()
+        entry(metadata_map(self, "annotations")?, key)?.as_str()
     }
     fn label(&self, key: &str) -> Option<&str> {
-        metadata_map(self, "labels")?.get(key)?.as_str()
+        entry(metadata_map(self, "labels")?, key)?.as_str()
     }
 }
 
@@ -141,15 +163,15 @@ pub fn missing_krm_field(item: &Value) -> Option<&'static str> {
         base,
         Some("kustomization.yaml" | "kustomization.yml" | "Kustomization")
     ) || item.api_version().starts_with("kustomize.config.k8s.io")
-        || (!filled(item.get("apiVersion")) && item.kind() == "Kustomization")
+        || (!filled(field(item, "apiVersion")) && item.kind() == "Kustomization")
     {
         return None;
     }
-    if !filled(item.get("apiVersion")) {
+    if !filled(field(item, "apiVersion")) {
         Some("apiVersion")
-    } else if !filled(item.get("kind")) {
+    } else if !filled(field(item, "kind")) {
         Some("kind")
-    } else if !filled(item.get("metadata").and_then(|m| m.get("name"))) {
+    } else if !filled(field(item, "metadata").and_then(|m| field(m, "name"))) {
         Some("metadata.name")
     } else {
         None
@@ -300,6 +322,29 @@ mod tests {
             ),
             None
         );
+    }
+
+    /// [`entry`] and [`field`] find what serde_yaml's `get` finds, on maps scanned and hashed.
+    #[test]
+    fn entry_and_field_find_what_get_finds() {
+        let keys = ["a", "1", "true", "!t a", "null", "b"];
+        for len in [0, 1, 5, SCANNED_MAP_LEN, SCANNED_MAP_LEN + 1, 40] {
+            let mut text = String::from("{1: number, true: bool, !t a: tagged, ~: null");
+            for i in 0..len {
+                text.push_str(&format!(", k{i}: {i}"));
+            }
+            text.push_str(", b: last}");
+            let value = obj(&text);
+            let map = value.as_mapping().unwrap();
+            for key in keys.iter().copied().chain(["k0", "k16", "absent"]) {
+                assert_eq!(entry(map, key), map.get(key), "{len} {key}");
+                assert_eq!(field(&value, key), value.get(key), "{len} {key}");
+            }
+        }
+        let tagged = obj("!t {a: 1}");
+        assert_eq!(field(&tagged, "a"), tagged.get("a"));
+        assert!(field(&tagged, "a").is_some());
+        assert_eq!(field(&obj("[a]"), "a"), None);
     }
 
     #[test]
