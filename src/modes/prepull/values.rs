@@ -252,16 +252,20 @@ fn secret_text(item: &Value, key: &str) -> Result<(String, String), String> {
         let Some(encoded) = encoded.as_str() else {
             return Err("expected a base64 string".into());
         };
-        // Tolerate line-wrapped base64 (some tools wrap at 76 columns).
-        let compact: String = if encoded.bytes().all(|b| b.is_ascii_graphic()) {
-            encoded.to_owned()
+        // Tolerate line-wrapped base64 (some tools wrap at 76 columns); a one-line value, the
+        // usual case, is decoded where it is.
+        let wrapped: String;
+        let compact = if encoded.bytes().all(|b| b.is_ascii_graphic()) {
+            encoded
         } else {
-            encoded.chars().filter(|c| !c.is_whitespace()).collect()
+            wrapped = encoded.chars().filter(|c| !c.is_whitespace()).collect();
+            &wrapped
         };
-        let bytes: k8s_openapi::ByteString = serde_yaml::from_value(Value::String(compact))
+        // The engine k8s-openapi's `ByteString` decodes a Secret's data with.
+        let bytes = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, compact)
             .map_err(|e| format!("not valid base64: {e}"))?;
         let text =
-            String::from_utf8(bytes.0).map_err(|_| "decoded values are not UTF-8".to_string())?;
+            String::from_utf8(bytes).map_err(|_| "decoded values are not UTF-8".to_string())?;
         return Ok((format!("data.{key}"), text));
     }
     match item.get("stringData").and_then(|d| d.get(key)) {
@@ -314,6 +318,19 @@ mod tests {
             found.describe(&items),
             "Secret sylva-system/sylva-units-values data.values"
         );
+    }
+
+    /// Base64 wrapped over lines (a literal block, as some tools write it) reads as one line.
+    #[test]
+    fn reads_line_wrapped_base64() {
+        // base64 of "metallb: {bgp_lbs: {}}\n", wrapped after 16 characters.
+        let items = vec![v(
+            "apiVersion: v1\nkind: Secret\nmetadata: {name: sylva-units-values}\ndata:\n  values: |\n    bWV0YWxsYjoge2Jn\n    cF9sYnM6IHt9fQo=\n",
+        )];
+        let found = run(&MetalLBImagePrepullSpec::default(), &items)
+            .unwrap()
+            .unwrap();
+        assert!(found.get(&["metallb", "bgp_lbs"]).is_some());
     }
 
     #[test]
