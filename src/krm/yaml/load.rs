@@ -27,6 +27,7 @@ use super::merge::{merge_into, merge_sources};
 pub use super::node::{Kind, LoadError, Node, Props, Segment};
 use super::record::{RecordedEntry, Recorder};
 use super::spelling::{self, How};
+use entries::Entries;
 
 /// What [`Loader::item_lean`] builds of an item past its head: `None` all of it, else only
 /// these keys of its `spec` (none: nothing).
@@ -109,6 +110,9 @@ pub struct Loader<'a> {
     pub spellings: spelling::Log,
     /// The item just read by [`Loader::item_lean`] was skipped past its metadata.
     skipped: bool,
+    /// The entries of the mappings being read, built at their size when each ends
+    /// (`load/entries.rs`).
+    pending: Vec<(Value, Value)>,
 }
 
 impl<'a> Loader<'a> {
@@ -129,6 +133,7 @@ impl<'a> Loader<'a> {
             recorder: Recorder::default(),
             spellings: spelling::Log::default(),
             skipped: false,
+            pending: Vec::new(),
         }
     }
 
@@ -421,7 +426,11 @@ impl<'a> Loader<'a> {
         mut sink: Option<&mut dyn ItemsSink>,
         mut lean: Option<&mut dyn FnMut(&Value) -> SpecKeys>,
     ) -> Result<Mapping, LoadError> {
-        let mut map = Mapping::new();
+        // The root and a lean item are looked into while they are read (`sink`, `lean`).
+        let mut entries = match (&sink, &lean) {
+            (None, None) => self.pending_entries(),
+            _ => Entries::Built(Mapping::new()),
+        };
         let mut lean_read = LeanRead::default();
         let mut merges: Vec<Value> = Vec::new();
         let mut merge_seen = false;
@@ -445,7 +454,7 @@ impl<'a> Loader<'a> {
                 self.spellings.path = spelling::value(path, spelling::hash(&key.value));
             }
             if let Some(reads) = lean.as_deref_mut()
-                && self.lean_value(reads, &mut lean_read, &mut map, &key, merge_seen, depth)?
+                && self.lean_value(reads, &mut lean_read, &mut entries, &key, merge_seen, depth)?
             {
                 continue;
             }
@@ -456,8 +465,9 @@ impl<'a> Loader<'a> {
                 && props.tag.is_none()
             {
                 self.nodes += 1;
+                let map = self.built(&mut entries);
                 let items = sink
-                    .items(self, &map, props.flow)
+                    .items(self, map, props.flow)
                     .map_err(|e| e.within(Segment::Key("items".into())))?;
                 if map.insert(key.value, items).is_some() {
                     return Err(LoadError::content(
@@ -497,18 +507,9 @@ impl<'a> Loader<'a> {
                 merge_path = self.spellings.on.then_some((self.spellings.path, list));
                 continue;
             }
-            match map.entry(key.value) {
-                serde_yaml::mapping::Entry::Occupied(e) => {
-                    return Err(LoadError::content(
-                        format!("duplicate entry with key {}", shown_key(e.key())),
-                        key.start,
-                    ));
-                }
-                serde_yaml::mapping::Entry::Vacant(e) => {
-                    e.insert(value);
-                }
-            }
+            self.add_entry(&mut entries, key.value, value, key.start)?;
         }
+        let mut map = self.finish_entries(entries);
         if role == Role::Metadata {
             self.recorder.close_metadata(self.text);
         } else if let Role::Map(i) = role {
@@ -583,11 +584,12 @@ impl<'a> Loader<'a> {
         &mut self,
         reads: &mut dyn FnMut(&Value) -> SpecKeys,
         lean: &mut LeanRead,
-        map: &mut Mapping,
+        entries: &mut Entries,
         key: &Key,
         merge_seen: bool,
         depth: usize,
     ) -> Result<bool, LoadError> {
+        let map = self.built(entries);
         let head = matches!(key.value.as_str(), Some("apiVersion" | "kind" | "metadata"));
         if !lean.asked && !head {
             lean.asked = true;
@@ -607,7 +609,7 @@ impl<'a> Loader<'a> {
                     let spec = self
                         .partial(node, depth, spec_keys)
                         .map_err(|e| e.within(Segment::Key("spec".into())))?;
-                    map.insert(key.value.clone(), spec);
+                    self.built(entries).insert(key.value.clone(), spec);
                     return Ok(true);
                 }
                 lean.skipped_keys.insert(k.to_owned());
@@ -793,6 +795,7 @@ fn shown_key(key: &Value) -> String {
     }
 }
 
+mod entries;
 mod skip;
 #[cfg(test)]
 mod tests;

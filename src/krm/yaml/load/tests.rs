@@ -46,6 +46,39 @@ fn duplicate_keys_are_errors_with_their_path() {
     assert_eq!((e.mark.line, e.mark.column), (2, 2));
 }
 
+/// Mappings gathered on the stack (up to 16 entries) and built as read (past that) give the
+/// values serde_yaml gives, nested in each other, and refuse a duplicate where it is read: the
+/// first duplicate, also when it is the entry that moves a mapping off the stack.
+#[test]
+fn mappings_of_every_size_read_and_refuse_duplicates_alike() {
+    let map = |n: usize, nested: &str| {
+        let mut text = String::from("{");
+        for i in 0..n {
+            text.push_str(&format!("k{i}: {nested}, "));
+        }
+        text.push_str("last: 1}");
+        text
+    };
+    for n in [0, 1, 15, 16, 17, 40] {
+        for inner in [0, 3, 16, 20] {
+            let src = format!("a: {}\nb: [{}]\n", map(n, &map(inner, "x")), map(inner, "y"));
+            let want: Value = serde_yaml::from_str(&src).unwrap();
+            assert_eq!(load(&src).unwrap(), want, "{n} {inner}");
+        }
+        for dup in 0..n {
+            // Entries k0 … k(n-1), then k{dup} again, then one more.
+            let mut src = String::from("m:\n");
+            for i in 0..n {
+                src.push_str(&format!("  k{i}: {i}\n"));
+            }
+            src.push_str(&format!("  k{dup}: again\n  k{dup}: third\n"));
+            let e = load(&src).unwrap_err();
+            assert_eq!(e.message, format!("duplicate entry with key \"k{dup}\""));
+            assert_eq!((e.path().as_str(), e.mark.line), ("m", n + 1), "{n} {dup}");
+        }
+    }
+}
+
 #[test]
 fn paths_name_keys_and_indices() {
     let e =
