@@ -25,9 +25,67 @@ pub fn is_namespace_name(name: &str) -> bool {
         && b.last().is_some_and(end)
 }
 
+/// Longest DNS-1123 subdomain (`DNS1123SubdomainMaxLength`): the names of most objects.
+pub const DNS1123_SUBDOMAIN_MAX_LENGTH: usize = 253;
+
+/// The rule [`is_object_name`] checks, as error messages state it.
+pub const OBJECT_NAME_RULE: &str = "a DNS-1123 subdomain (at most 253 lowercase letters, digits, \
+     '-' and '.', each dot-separated part starting and ending with a letter or digit), as the API \
+     server requires";
+
+/// Whether `name` can name an object whose kind takes DNS-1123 subdomains, as MetalLB's and
+/// Cilium's custom resources do (`pkg/api/validation/generic.go` `NameIsDNSSubdomain`,
+/// `pkg/util/validation/validation.go` `IsDNS1123Subdomain`): at most 253 characters, and
+/// dot-separated parts of lowercase letters, digits and `-` that start and end with a letter or
+/// digit.
+pub fn is_object_name(name: &str) -> bool {
+    let part = |p: &str| {
+        let b = p.as_bytes();
+        let end = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+        b.iter().all(|c| end(c) || *c == b'-')
+            && b.first().is_some_and(end)
+            && b.last().is_some_and(end)
+    };
+    !name.is_empty() && name.len() <= DNS1123_SUBDOMAIN_MAX_LENGTH && name.split('.').all(part)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::is_namespace_name;
+    use super::{is_namespace_name, is_object_name};
+
+    #[test]
+    fn object_names_as_the_api_server_reads_them() {
+        let longest = format!("{}.{}", "a".repeat(126), "b".repeat(126));
+        for ok in [
+            "a",
+            "l2-01",
+            "pool.example.com",
+            "0",
+            "a-b.c-d",
+            longest.as_str(),
+        ] {
+            assert!(is_object_name(ok), "{ok}");
+        }
+        let too_long = format!("{longest}a");
+        for bad in [
+            "",
+            ".",
+            "a.",
+            ".a",
+            "a..b",
+            "a.-b",
+            "a-.b",
+            "-a",
+            "A",
+            "a_b",
+            "a b",
+            "line\nline",
+            "é",
+            too_long.as_str(),
+        ] {
+            assert!(!is_object_name(bad), "{bad:?}");
+        }
+    }
 
     #[test]
     fn namespace_names_as_the_api_server_reads_them() {

@@ -18,6 +18,37 @@ fn bgp_objects_are_errors() {
     assert_cutover_error(&items, "BGPAdvertisement", "bgp", "kind");
 }
 
+/// A MetalLB object whose name the API server would refuse is an error on `metadata.name`: the
+/// announcer writes the names of pools and advertisements into the Cilium objects and results
+/// it makes. Found by the mutation fuzzer (seed 0x34, case 565 732): an advertisement named with
+/// 4 MiB of `line\n`, copied into every object of the orchestrated chain, held 403 MB for a 5 MB
+/// input; now the run stops at the name.
+#[test]
+fn metallb_objects_with_names_the_api_server_refuses_are_errors() {
+    let long = "line\\n".repeat(1 << 20);
+    let adv = ADV.replace("name: adv", &format!("name: \"{long}\""));
+    let items = [POOL, adv.as_str(), METALLB_STOPPED];
+    let out = run(&items, &fc(CUTOVER));
+    assert_eq!(out.code, 1);
+    // Results name a resource by at most the first few hundred bytes of its name.
+    let named = out.results().iter().any(|r| {
+        r["severity"] == "error"
+            && r["resourceRef"]["kind"] == "L2Advertisement"
+            && r["resourceRef"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("line\nline\n"))
+            && r["field"]["path"] == "metadata.name"
+            && r["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("not an object name"))
+    });
+    assert!(named, "no error on the advertisement's name");
+    assert!(output_items(&out) == values(&items), "the items changed");
+    let pool = POOL.replace("name: pool-a", "name: Pool_A");
+    let items = [pool.as_str(), ADV, METALLB_STOPPED];
+    assert_cutover_error(&items, "IPAddressPool", "Pool_A", "metadata.name");
+}
+
 #[test]
 fn metallb_load_balancer_class_is_an_error() {
     let s = svc("web", "a", "10.0.0.5").replace(

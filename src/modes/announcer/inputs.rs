@@ -17,9 +17,20 @@ use super::observed;
 use super::selector::labels_of;
 use super::service::{LbService, Store};
 use crate::krm::annotations::LOCAL_CONFIG;
-use crate::krm::names::{NAMESPACE_RULE, is_namespace_name};
+use crate::krm::names::{NAMESPACE_RULE, OBJECT_NAME_RULE, is_namespace_name, is_object_name};
 use crate::krm::object::SharedPaths;
 use crate::krm::{KrmObject, KrmResult};
+
+/// The error for a MetalLB object whose name the API server would refuse. Its name is written
+/// into the Cilium objects it translates to (and their results), so it is checked before: a
+/// name of megabytes would be copied into each.
+fn not_an_object_name(item: &Value) -> KrmResult {
+    KrmResult::error(format!(
+        "not an object name: a MetalLB object's name is {OBJECT_NAME_RULE}"
+    ))
+    .about(item)
+    .field("metadata.name")
+}
 
 /// Decodes `value` into `T`; failures become an error result naming the item and field.
 pub fn decode<T: DeserializeOwned>(
@@ -156,6 +167,9 @@ impl Reader {
         let kind = item.kind();
         match (item.group(), kind) {
             (METALLB_GROUP, "IPAddressPool") => self.read_pool(index, item),
+            (METALLB_GROUP, "L2Advertisement") if !is_object_name(item.name()) => {
+                self.errors.push(not_an_object_name(item));
+            }
             (METALLB_GROUP, "L2Advertisement") => {
                 match decode(item, item.get("spec").unwrap_or(&Value::Null), "spec") {
                     Ok(spec) => inv.adverts.push(Advertisement {
@@ -234,6 +248,11 @@ impl Reader {
     /// Services that request it are not planned against a guess.
     fn read_pool(&mut self, index: usize, item: &Value) {
         let (inv, errors) = (&mut self.inv, &mut self.errors);
+        if !is_object_name(item.name()) {
+            errors.push(not_an_object_name(item));
+            inv.rejected_pools.insert(item.name().to_owned());
+            return;
+        }
         let spec: IpAddressPoolSpec =
             match decode(item, item.get("spec").unwrap_or(&Value::Null), "spec") {
                 Ok(s) => s,

@@ -61,7 +61,11 @@ fn mappings_of_every_size_read_and_refuse_duplicates_alike() {
     };
     for n in [0, 1, 15, 16, 17, 40] {
         for inner in [0, 3, 16, 20] {
-            let src = format!("a: {}\nb: [{}]\n", map(n, &map(inner, "x")), map(inner, "y"));
+            let src = format!(
+                "a: {}\nb: [{}]\n",
+                map(n, &map(inner, "x")),
+                map(inner, "y")
+            );
             let want: Value = serde_yaml::from_str(&src).unwrap();
             assert_eq!(load(&src).unwrap(), want, "{n} {inner}");
         }
