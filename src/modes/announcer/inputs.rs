@@ -248,11 +248,6 @@ impl Reader {
     /// Services that request it are not planned against a guess.
     fn read_pool(&mut self, index: usize, item: &Value) {
         let (inv, errors) = (&mut self.inv, &mut self.errors);
-        if !is_object_name(item.name()) {
-            errors.push(not_an_object_name(item));
-            inv.rejected_pools.insert(item.name().to_owned());
-            return;
-        }
         let spec: IpAddressPoolSpec =
             match decode(item, item.get("spec").unwrap_or(&Value::Null), "spec") {
                 Ok(s) => s,
@@ -271,6 +266,12 @@ impl Reader {
                 .about(item)
                 .field("metadata.name"),
             );
+            inv.rejected_pools.insert(item.name().to_owned());
+            return;
+        }
+        // Short enough for a label value, but still a name the API server would refuse.
+        if !is_object_name(item.name()) {
+            errors.push(not_an_object_name(item));
             inv.rejected_pools.insert(item.name().to_owned());
             return;
         }
