@@ -51,9 +51,8 @@ impl Loader<'_> {
                 }
                 self.pending.push((key, value));
                 if self.pending.len() - *base > SMALL_MAP {
-                    let mut map = Mapping::with_capacity(2 * SMALL_MAP);
-                    map.extend(self.pending.drain(*base..));
-                    *entries = Entries::Built(map);
+                    // Room for as many again, as a growing `Mapping` would have.
+                    *entries = Entries::Built(self.take_pending(*base, 2 * SMALL_MAP));
                 }
                 Ok(())
             }
@@ -72,9 +71,8 @@ impl Loader<'_> {
     /// moved into the mapping first.
     pub(super) fn built<'e>(&mut self, entries: &'e mut Entries) -> &'e mut Mapping {
         if let Entries::Pending(base) = *entries {
-            let mut map = Mapping::with_capacity(self.pending.len() - base);
-            map.extend(self.pending.drain(base..));
-            *entries = Entries::Built(map);
+            let size = self.pending.len() - base;
+            *entries = Entries::Built(self.take_pending(base, size));
         }
         match entries {
             Entries::Built(map) => map,
@@ -86,12 +84,18 @@ impl Loader<'_> {
     pub(super) fn finish_entries(&mut self, entries: Entries) -> Mapping {
         match entries {
             Entries::Pending(base) => {
-                let mut map = Mapping::with_capacity(self.pending.len() - base);
-                map.extend(self.pending.drain(base..));
-                map
+                let size = self.pending.len() - base;
+                self.take_pending(base, size)
             }
             Entries::Built(map) => map,
         }
+    }
+
+    /// Moves the entries from `base` up off the stack into a mapping with room for `capacity`.
+    fn take_pending(&mut self, base: usize, capacity: usize) -> Mapping {
+        let mut map = Mapping::with_capacity(capacity);
+        map.extend(self.pending.drain(base..));
+        map
     }
 }
 
