@@ -269,6 +269,24 @@ fn generated_name_collisions_are_errors() {
     assert_cutover_error(&items, "L2Advertisement", "adv-1", "metadata.name");
 }
 
+/// A policy of an advertisement with several selectors is named after it with a `-N` suffix,
+/// which can take a name the API server accepts past its 253 characters.
+#[test]
+fn a_generated_name_past_the_api_servers_limit_is_an_error() {
+    let selectors = "spec:\n  nodeSelectors:\n    - matchLabels:\n        a: b\n    - matchLabels:\n        c: d\n";
+    let longest = format!("a{}", "b".repeat(252));
+    let long = format!("{ADV}{selectors}").replace("name: adv", &format!("name: {longest}"));
+    let items = [POOL, long.as_str(), METALLB_STOPPED];
+    let e = assert_cutover_error(&items, "L2Advertisement", &longest, "metadata.name");
+    let message = e["message"].as_str().unwrap();
+    assert!(message.contains("255 characters"), "{message}");
+    // Two characters shorter, the suffixed names fit.
+    let fits = long.replace(&longest, &longest[2..]);
+    let items = [POOL, fits.as_str(), METALLB_STOPPED];
+    let out = run(&items, &fc(CUTOVER));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
 /// `poolLabel` must be a label key: the API server refuses any other key on a Service, and every
 /// generated selector repeats it (an unbounded one made the output grow as pools × its length;
 /// found by the mutation suite, seed 0x30, case 82805).

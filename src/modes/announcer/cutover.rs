@@ -13,6 +13,7 @@ use super::service::AboutService;
 use super::version::CiliumVersion;
 use super::{cilium, coverage, policies, services, translate, values, values_annotations};
 use crate::krm::annotations::is_orchestrator_annotation;
+use crate::krm::names::{OBJECT_NAME_RULE, is_object_name};
 use crate::krm::object::set_file;
 use crate::krm::{Edit, KrmObject, KrmResult, Outcome, PatchOp, Severity};
 
@@ -377,6 +378,23 @@ impl<'a> Cutover<'a> {
             }
         };
         let key = (value.kind().to_owned(), value.name().to_owned());
+        // The input's names are object names, but a policy's `-N` suffix can lengthen one past
+        // the API server's limit, which would refuse the apply.
+        if !is_object_name(&key.1) {
+            self.results.push(
+                KrmResult::error(format!(
+                    "the {} generated from this object would be named {:?} ({} characters), \
+                     which is not {}: shorten the object's name",
+                    key.0,
+                    key.1,
+                    key.1.len(),
+                    OBJECT_NAME_RULE
+                ))
+                .about(&self.items[source])
+                .field("metadata.name"),
+            );
+            return;
+        }
         if !self.generated.insert(key.clone()) {
             self.results.push(
                 KrmResult::error(format!(
