@@ -501,3 +501,22 @@ fn refusals_name_their_field() {
     let e = single_error(&no_observed);
     assert_eq!(e["field"]["path"], "spec.orchestrate");
 }
+
+/// An error in the items is reported once, by the read of the items, though the chain reads
+/// them again to simulate phase prepare.
+#[test]
+fn an_input_error_is_reported_once() {
+    let mut input = example_source("announcer-orchestrated-cutover");
+    let advert = input["items"]
+        .as_sequence_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|i| i["kind"] == "L2Advertisement")
+        .unwrap();
+    advert["metadata"]["name"] = "Public_x".into();
+    let errors = common::refused(&input);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0]["tags"]["check"], "input", "{errors:?}");
+    assert_eq!(errors[0]["resourceRef"]["name"], "Public_x");
+    assert_eq!(errors[0]["field"]["path"], "metadata.name");
+}

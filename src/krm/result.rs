@@ -133,6 +133,15 @@ impl KrmResult {
         self.resource_ref = Some(Box::new(r));
         self
     }
+    /// Whether `other` reports the same finding: the same severity and message about the same
+    /// resource, field and file, whatever the tags.
+    pub fn same_finding(&self, other: &KrmResult) -> bool {
+        self.severity == other.severity
+            && self.message == other.message
+            && self.resource_ref == other.resource_ref
+            && self.field == other.field
+            && self.file == other.file
+    }
     /// Names the field concerned.
     pub fn field(mut self, path: impl Into<String>) -> Self {
         self.field_mut().path = path.into();

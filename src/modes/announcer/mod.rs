@@ -95,6 +95,11 @@ fn run_inventory(
         && switch_errors.is_empty()
     {
         let mut outcome = orchestrate::run(spec, orchestrate, items, function_config);
+        // The chain's simulation of phase prepare reads the same items again and finds what the
+        // read above found: each finding is reported once.
+        outcome
+            .results
+            .retain(|r| !results.iter().any(|read| read.same_finding(r)));
         outcome.results.splice(0..0, results);
         if spec.fail_on_warnings {
             outcome.promote_warnings();
