@@ -153,7 +153,7 @@ fn process_inner(
     drop(sources);
     drop(spelled);
     drop(item_spellings);
-    free_in_background((list, items, results, applied));
+    krm::free_after_run((list, items, results, applied));
     match written {
         Ok(()) => Ok(Report {
             stderr,
