@@ -28,9 +28,9 @@ pub use result::{FieldRef, FileRef, KrmResult, ResourceRef, SHOWN_MESSAGE_BYTES,
 /// Frees what a finished run built, once its output is written. Natively that is
 /// [`free_in_background`]. A WASI module has no threads, and its instance ends with the run: the
 /// module's `main` makes one call and returns, and the host then drops the whole linear memory
-/// at once. Freeing the trees node by node there cost the module about 8 % of a run on the
-/// `sylva` preset (docs/wasm.md), so it leaves them to the instance's end. Nothing is allocated
-/// after this but the few bytes of stderr, so the peak memory is the same.
+/// at once. Freeing the trees node by node there took 1–3 % of the module's CPU on the
+/// benchmark presets (docs/wasm.md), so it leaves them to the instance's end. Nothing is
+/// allocated after this but the few bytes of stderr, so the peak memory is the same.
 pub fn free_after_run<T: Send + 'static>(garbage: T) {
     #[cfg(target_os = "wasi")]
     std::mem::forget(garbage);
