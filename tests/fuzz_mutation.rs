@@ -375,6 +375,47 @@ fn a_huge_value_an_error_names_is_shown_once() {
     );
 }
 
+/// Found by a long run (seed `0x34`, case 627 402: `HugeString` and `AliasBomb` on phase
+/// stop-speaker): a 1.5 MiB string raised the alias limit (256 Ki nodes plus one per 4 input
+/// bytes) enough to let a bomb of 466 560 nodes into an `IPAddressPool`. The phase marks every
+/// MetalLB object `kustomize.toolkit.fluxcd.io/ssa: IfNotPresent`, and did it on a copy of the
+/// pool's tree, so the expanded nodes were held twice besides the output: 186 MB for 1.6 MB of
+/// input, over the bound. The mark is now a patch of the pool's own tree.
+#[test]
+fn a_pool_holding_an_expanded_alias_bomb_is_marked_in_place() {
+    check::install_panic_counter();
+    let padding = "x".repeat(3 << 19);
+    let levels: String = (1..=6)
+        .map(|l| {
+            format!(
+                "    l{l}: &l{l} [{}]\n",
+                vec![format!("*l{}", l - 1); 6].join(", ")
+            )
+        })
+        .collect();
+    let input = format!(
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n\
+         - {{apiVersion: v1, kind: ConfigMap, metadata: {{name: padding}}, data: {{padding: {padding}}}}}\n\
+         - apiVersion: metallb.io/v1beta1\n  kind: IPAddressPool\n  metadata: {{name: pool-a, namespace: metallb-system}}\n\
+         \x20 bomb:\n    l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n{levels}\
+         \x20 spec: {{addresses: [10.101.0.0/16]}}\n\
+         - {{apiVersion: metallb.io/v1beta1, kind: L2Advertisement, metadata: {{name: l2, namespace: metallb-system}}}}\n\
+         - {{apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease, metadata: {{name: metallb, namespace: metallb-system}}}}\n\
+         - apiVersion: helm.toolkit.fluxcd.io/v2\n  kind: HelmRelease\n  metadata: {{name: cilium, namespace: kube-system}}\n\
+         \x20 spec: {{chart: {{spec: {{chart: cilium, version: 1.18.4}}}}, values: {{kubeProxyReplacement: true}}}}\n\
+         - apiVersion: v1\n  kind: Service\n  metadata: {{name: web, namespace: shop}}\n\
+         \x20 spec: {{type: LoadBalancer, ports: [{{port: 443}}]}}\n  status: {{loadBalancer: {{ingress: [{{ip: 10.101.0.7}}]}}}}\n\
+         functionConfig:\n  apiVersion: fn.cutover.dev/v1alpha1\n  kind: LoadBalancerAnnouncer\n  metadata: {{name: cutover}}\n\
+         \x20 spec: {{announcer: cilium, phase: stop-speaker, ciliumOperatorStopped: true}}\n"
+    );
+    let (verdict, cost) = run_case(input.as_bytes(), Duration::MAX);
+    if let Err(f) = verdict {
+        panic!("{:?}: {}", f.failure, fuzz::truncate(&f.detail, 500));
+    }
+    // The bomb went in (the phase ran and wrote the pool from its tree), not refused at the limit.
+    assert!(cost.peak > 64 << 20, "peak {} bytes", cost.peak);
+}
+
 /// A run's peak is its own thread's: what another test's thread holds meanwhile is not on it,
 /// and what the run's thread holds is, even when another thread frees it.
 #[test]

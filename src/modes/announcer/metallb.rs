@@ -9,7 +9,7 @@ use super::cutover::Cutover;
 use super::inputs;
 use super::inventory::{Carrier, Install, InstallKind};
 use super::values;
-use crate::krm::{KrmObject, KrmResult, Severity};
+use crate::krm::{KrmObject, KrmResult, PatchOp, Severity};
 
 /// Flux's per-object apply policy: create the object if it is missing, never update it.
 const SSA: (&str, &str) = ("kustomize.toolkit.fluxcd.io/ssa", "IfNotPresent");
@@ -164,8 +164,12 @@ impl Cutover<'_> {
             if item.annotation(SSA.0) == Some(SSA.1) {
                 continue;
             }
-            let mut item = item.clone();
-            crate::krm::object::set_annotation(&mut item, SSA.0, SSA.1);
+            // A patch of the item's own tree, not a copy of it: a pool's tree may hold aliases
+            // expanded to hundreds of thousands of nodes, and a copy would hold them twice.
+            self.patched
+                .entry(index)
+                .or_default()
+                .push(PatchOp::set_annotation(SSA.0, SSA.1));
             self.results.push(
                 KrmResult::info(format!(
                     "{}: Flux no longer re-applies it (MetalLB's webhook stops with its controller); phase cutover prunes it",
@@ -174,7 +178,6 @@ impl Cutover<'_> {
                 .about(&self.items[index])
                 .field(format!("metadata.annotations.{}", SSA.0)),
             );
-            self.replace(index, item);
         }
     }
 
