@@ -8,8 +8,7 @@ use super::PRUNE;
 use super::chain::Placement;
 use super::settings::Settings;
 use crate::krm::annotations::{INTERNAL_PATH, PATH};
-use crate::krm::object::set_annotation;
-use crate::krm::{Edit, KrmObject, KrmResult, Outcome};
+use crate::krm::{Edit, KrmObject, KrmResult, Outcome, PatchOp};
 
 pub(super) fn path_of(item: &Value) -> Option<&str> {
     item.annotation(INTERNAL_PATH)
@@ -30,11 +29,11 @@ pub(super) fn handover(items: &[Value], placement: &Placement, settings: &Settin
             continue;
         }
         if item.annotation(PRUNE) != Some("disabled") {
-            let mut edited = item.clone();
-            set_annotation(&mut edited, PRUNE, "disabled");
-            outcome.edits.push(Edit::Replace {
+            // A patch of the item's own tree, not a copy: the tree may hold aliases expanded to
+            // hundreds of thousands of nodes.
+            outcome.edits.push(Edit::Patch {
                 index,
-                item: edited,
+                ops: vec![PatchOp::set_annotation(PRUNE, "disabled")],
             });
         }
         outcome.results.push(
