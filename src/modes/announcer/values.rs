@@ -275,19 +275,23 @@ pub fn cilium(
         devices: cilium_devices(&scoped),
         ..CiliumValues::default()
     };
-    let mut edited = item.clone();
-    let mut changed =
-        enable_l2_announcements(item, release, &scoped, &mut edited, &mut out.results);
+    // Copied only when something changes: the release may be large, and in most phases its
+    // values already carry what they need.
+    let mut edited = None;
+    enable_l2_announcements(item, release, &scoped, &mut edited, &mut out.results);
     let rate = RateLimitInputs {
         version,
         services,
         renew_override,
     };
-    changed |= raise_rate_limit(item, release, &scoped, rate, &mut edited, &mut out.results);
-    if changed {
-        out.edited = Some(edited);
-    }
+    raise_rate_limit(item, release, &scoped, rate, &mut edited, &mut out.results);
+    out.edited = edited;
     out
+}
+
+/// The copy of `item` being edited, made at the first change.
+fn copy_on_write<'a>(edited: &'a mut Option<Value>, item: &Value) -> &'a mut Value {
+    edited.get_or_insert_with(|| item.clone())
 }
 
 /// What L2 announcements need of the release's values and the function cannot set: kube-proxy
@@ -377,21 +381,22 @@ fn cilium_devices(scoped: &Value) -> Option<Vec<String>> {
     }
 }
 
-/// Turns L2 announcements on in `edited` unless the values have them on; true when it did.
+/// Turns L2 announcements on in `edited` (a copy of `item`, made here if need be) unless the
+/// values have them on.
 fn enable_l2_announcements(
     item: &Value,
     release: &CiliumRelease,
     scoped: &Value,
-    edited: &mut Value,
+    edited: &mut Option<Value>,
     results: &mut Vec<KrmResult>,
-) -> bool {
+) {
     let hv = &release.values;
     let l2 = get_path(scoped, &["l2announcements".into(), "enabled".into()]);
     if helm::as_bool(l2) == Some(true) {
-        return false;
+        return;
     }
     helm::set(
-        edited,
+        copy_on_write(edited, item),
         hv,
         &["l2announcements", "enabled"],
         Value::Bool(true),
@@ -404,7 +409,6 @@ fn enable_l2_announcements(
         .field(hv.field("l2announcements.enabled"))
         .proposed(true),
     );
-    true
 }
 
 /// What the client rate limit must carry: one lease per LoadBalancer Service, renewed every
@@ -416,16 +420,16 @@ struct RateLimitInputs<'a> {
     renew_override: Option<u64>,
 }
 
-/// Raises `k8sClientRateLimit` in `edited` when the values' (or the chart's default) qps is
-/// below what the leases need; true when it did.
+/// Raises `k8sClientRateLimit` in `edited` (a copy of `item`, made here if need be) when the
+/// values' (or the chart's default) qps is below what the leases need.
 fn raise_rate_limit(
     item: &Value,
     release: &CiliumRelease,
     scoped: &Value,
     rate: RateLimitInputs,
-    edited: &mut Value,
+    edited: &mut Option<Value>,
     results: &mut Vec<KrmResult>,
-) -> bool {
+) {
     let RateLimitInputs {
         version,
         services,
@@ -446,13 +450,14 @@ fn raise_rate_limit(
     let burst = as_u64(rl.and_then(|r| r.get("burst"))).unwrap_or(default_burst);
     let needed = RateLimit::needed(version, services, renew);
     if qps >= needed.qps {
-        return false;
+        return;
     }
     // A larger burst already set is kept.
     let set = RateLimit {
         qps: needed.qps,
         burst: burst.max(needed.burst),
     };
+    let edited = copy_on_write(edited, item);
     helm::set(
         edited,
         hv,
@@ -476,7 +481,6 @@ fn raise_rate_limit(
         .current(qps)
         .proposed(set.qps),
     );
-    true
 }
 
 /// True when a Cilium `devices` entry (exact name, or `prefix+` wildcard) covers `iface`.
