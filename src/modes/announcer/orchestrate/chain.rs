@@ -4,7 +4,7 @@
 //! writes are left to the cleanup commit: two Kustomizations applying one object would undo
 //! each other on every reconciliation (they share kustomize-controller's field manager).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_yaml::Value;
 
@@ -13,7 +13,7 @@ use super::super::observed;
 use super::GENERATED_BY_CHAIN;
 use crate::krm::annotations::is_orchestrator_annotation;
 use crate::krm::object::set_annotation;
-use crate::krm::{KrmObject, KrmResult};
+use crate::krm::{Edit, KrmObject, KrmResult};
 use crate::modes::announcer::Check;
 use crate::modes::announcer::expected::ExpectedState;
 
@@ -139,18 +139,30 @@ impl Stages {
 /// Runs the phases in order, each on the output of the one before. Phase cutover runs with the
 /// observed state's MetalLB pods cleared: in the chain, the stop-speaker gate proves on the
 /// cluster that they are gone before the cutover payload is applied.
+///
+/// An item may be large (an alias expansion within the reader's limits), so no copy of it is
+/// made that the phases do not need: phase prepare reads the input itself, an item a phase
+/// replaces or removes is not copied into the next phase's items, and what an earlier phase left
+/// of an item is copied only when a later phase changes it (else it is the final content, moved
+/// at the end).
 pub fn simulate(
     spec: &LoadBalancerAnnouncerSpec,
     items: &[Value],
     fc: Option<&Value>,
 ) -> Result<Stages, Vec<KrmResult>> {
-    let mut current = items.to_vec();
+    // The items after the phases run so far; `None` before the first.
+    let mut current: Option<Vec<Value>> = None;
     let mut changed: Vec<PhaseChanges> = Vec::with_capacity(3);
+    let mut pending: Vec<Pending> = Vec::new();
     let mut warnings: Vec<KrmResult> = Vec::new();
     let mut expected = None;
-    for phase in PHASES {
-        if phase == Phase::Cutover {
-            clear_metallb_pods(&mut current);
+    for (p, phase) in PHASES.into_iter().enumerate() {
+        if phase == Phase::Cutover
+            && let Some(before) = current.as_mut()
+        {
+            let observed = |i: usize| before[i].is(crate::config::GROUP, observed::KIND);
+            take_snapshots(&mut pending, &mut changed, before, observed);
+            clear_metallb_pods(before);
         }
         let one = LoadBalancerAnnouncerSpec {
             announcer: Some(Announcer::Cilium),
@@ -158,7 +170,8 @@ pub fn simulate(
             orchestrate: None,
             ..spec.clone()
         };
-        let outcome = super::super::run(&one, &current, fc);
+        let input: &[Value] = current.as_deref().unwrap_or(items);
+        let outcome = super::super::run(&one, input, fc);
         let errors = keep_results(outcome.results, phase, &mut warnings);
         if !errors.is_empty() {
             let mut errors = errors;
@@ -169,33 +182,61 @@ pub fn simulate(
             .edits
             .iter()
             .filter_map(|e| match e {
-                crate::krm::Edit::Remove { index } => current.get(*index).map(key),
+                Edit::Remove { index } => input.get(*index).map(key),
                 _ => None,
             })
             .collect();
-        let origins = crate::krm::apply::apply(&mut current, outcome.edits).map_err(|e| vec![e])?;
+        let edited: BTreeSet<usize> = outcome.edits.iter().filter_map(edit_index).collect();
+        take_snapshots(&mut pending, &mut changed, input, |i| edited.contains(&i));
+        let input_len = input.len();
+        let mut next = match current.take() {
+            Some(next) => next,
+            None => first_copy(items, &outcome.edits),
+        };
+        let origins = crate::krm::apply::apply(&mut next, outcome.edits).map_err(|e| vec![e])?;
+        // The items a pending snapshot points at were not edited: they moved, if anything.
+        let mut moved_to = vec![usize::MAX; input_len];
+        for (j, origin) in origins.iter().enumerate() {
+            if let Some(old) = *origin {
+                moved_to[old] = j;
+            }
+        }
+        for pend in &mut pending {
+            pend.index = moved_to[pend.index];
+        }
         let last = phase == Phase::Cutover;
         if last {
-            expected = Some(ExpectedState::of(&current));
+            expected = Some(ExpectedState::of(&next));
         }
         let mut changes = PhaseChanges::default();
         for (j, origin) in origins.iter().enumerate() {
             // `None`: replaced, patched or added by this phase.
             if origin.is_none() {
-                let k = key(&current[j]);
-                // After the last phase the items are not needed whole any more: move them.
-                let v = if last {
-                    std::mem::take(&mut current[j])
+                let k = key(&next[j]);
+                if last {
+                    // After the last phase the items are not needed whole any more: move them.
+                    changes.insert(k, Some(std::mem::take(&mut next[j])));
                 } else {
-                    current[j].clone()
-                };
-                changes.insert(k, Some(v));
+                    changes.insert(k.clone(), Some(Value::Null));
+                    pending.push(Pending {
+                        phase: p,
+                        key: k,
+                        index: j,
+                    });
+                }
             }
         }
         for k in removed {
             changes.insert(k, None);
         }
         changed.push(changes);
+        current = Some(next);
+    }
+    // What no later phase changed is the final content: moved, not copied.
+    let mut last = current.unwrap_or_default();
+    for pend in pending {
+        let content = std::mem::take(&mut last[pend.index]);
+        changed[pend.phase].insert(pend.key, Some(content));
     }
     let [prepare, stop, cutover]: [PhaseChanges; 3] =
         changed.try_into().ok().expect("three phases");
@@ -204,6 +245,63 @@ pub fn simulate(
         expected: expected.expect("phase cutover ran"),
         warnings,
     })
+}
+
+/// An item a phase changed whose content is still the current one at `index`: its snapshot is
+/// taken when a later phase is about to change it, or moved at the end.
+struct Pending {
+    phase: usize,
+    key: Key,
+    index: usize,
+}
+
+/// Copies into their phase's changes the pending snapshots of the items `about_to_change`.
+fn take_snapshots(
+    pending: &mut Vec<Pending>,
+    changed: &mut [PhaseChanges],
+    items: &[Value],
+    about_to_change: impl Fn(usize) -> bool,
+) {
+    pending.retain(|pend| {
+        if !about_to_change(pend.index) {
+            return true;
+        }
+        changed[pend.phase].insert(pend.key.clone(), Some(items[pend.index].clone()));
+        false
+    });
+}
+
+/// The input item an edit changes.
+fn edit_index(edit: &Edit) -> Option<usize> {
+    match edit {
+        Edit::Replace { index, .. } | Edit::Patch { index, .. } | Edit::Remove { index } => {
+            Some(*index)
+        }
+        Edit::Add { .. } => None,
+    }
+}
+
+/// The first phase's items to apply its edits to: a copy of the input, but for the items it
+/// replaces or removes, which need no copy (an empty placeholder goes in their place).
+fn first_copy(items: &[Value], edits: &[Edit]) -> Vec<Value> {
+    let gone: BTreeSet<usize> = edits
+        .iter()
+        .filter_map(|e| match e {
+            Edit::Replace { index, .. } | Edit::Remove { index } => Some(*index),
+            _ => None,
+        })
+        .collect();
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            if gone.contains(&i) {
+                Value::Null
+            } else {
+                item.clone()
+            }
+        })
+        .collect()
 }
 
 /// Sorts a phase run's results: its errors (returned), its warnings (added to `warnings`, each
