@@ -194,16 +194,7 @@ pub fn simulate(
             None => first_copy(items, &outcome.edits),
         };
         let origins = crate::krm::apply::apply(&mut next, outcome.edits).map_err(|e| vec![e])?;
-        // The items a pending snapshot points at were not edited: they moved, if anything.
-        let mut moved_to = vec![usize::MAX; input_len];
-        for (j, origin) in origins.iter().enumerate() {
-            if let Some(old) = *origin {
-                moved_to[old] = j;
-            }
-        }
-        for pend in &mut pending {
-            pend.index = moved_to[pend.index];
-        }
+        follow_moves(&mut pending, &origins, input_len);
         let last = phase == Phase::Cutover;
         if last {
             expected = Some(ExpectedState::of(&next));
@@ -253,6 +244,20 @@ struct Pending {
     phase: usize,
     key: Key,
     index: usize,
+}
+
+/// Points the pending snapshots at where their items are after a phase's edits. The items they
+/// point at were not edited (their snapshots were taken before), so they moved, if anything.
+fn follow_moves(pending: &mut [Pending], origins: &[Option<usize>], input_len: usize) {
+    let mut moved_to = vec![usize::MAX; input_len];
+    for (j, origin) in origins.iter().enumerate() {
+        if let Some(old) = *origin {
+            moved_to[old] = j;
+        }
+    }
+    for pend in pending {
+        pend.index = moved_to[pend.index];
+    }
 }
 
 /// Copies into their phase's changes the pending snapshots of the items `about_to_change`.
