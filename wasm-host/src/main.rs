@@ -10,6 +10,7 @@ mod locate;
 mod prune;
 mod run;
 mod stamp;
+mod wasi;
 
 /// An empty directory of its own for one unit test.
 #[cfg(test)]
@@ -29,13 +30,6 @@ use crate::cli::{Command, Options};
 use crate::run::Ending;
 
 fn main() -> ExitCode {
-    // wasmtime-wasi runs its stdio calls on a multi-threaded tokio runtime, which starts one
-    // worker thread per CPU of the machine, on every run; this host needs one (its pipes are in
-    // memory). Set, rather than defaulted, so that a value meant for another program can neither
-    // multiply the threads nor make tokio panic on a malformed number. The module never sees it
-    // (it gets no environment).
-    // SAFETY: no other thread exists yet, so nothing reads the environment concurrently.
-    unsafe { std::env::set_var("TOKIO_WORKER_THREADS", "1") };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let options = match cli::parse(&args) {
         Ok(Command::Run(options)) => options,
@@ -61,16 +55,33 @@ fn main() -> ExitCode {
     }
 }
 
+/// All of stdin, in chunks of 1 MiB: the run frees each chunk once the module has read it, so
+/// that the input is not held beside the module's own copy and its output (docs/wasm.md, "The
+/// host's own WASI").
+fn read_stdin() -> std::io::Result<Vec<Vec<u8>>> {
+    const CHUNK: u64 = 1 << 20;
+    let mut stdin = std::io::stdin().lock();
+    let mut chunks = Vec::new();
+    loop {
+        let mut chunk = Vec::with_capacity(CHUNK as usize);
+        // Fewer bytes than the limit only at the end of stdin.
+        let read = (&mut stdin).take(CHUNK).read_to_end(&mut chunk)?;
+        if read > 0 {
+            chunks.push(chunk);
+        }
+        if (read as u64) < CHUNK {
+            return Ok(chunks);
+        }
+    }
+}
+
 /// Loads the module, runs it on all of stdin and relays its output.
 fn run_host(options: &Options) -> wasmtime::Result<ExitCode> {
     let module_path = locate::module_path(options.module.as_deref())?;
     let engine = run::engine()?;
     let module = cache::load(&engine, &module_path, cache::dir().as_deref())?;
 
-    let mut input = Vec::new();
-    std::io::stdin()
-        .read_to_end(&mut input)
-        .context("cannot read stdin")?;
+    let input = read_stdin().context("cannot read stdin")?;
 
     let result = run::run(&engine, &module, input, &options.limits)?;
     // The process ends right after this: tearing the compiled code down (unmapping it and

@@ -1,5 +1,5 @@
-//! Running a module in the sandbox: WASI preview 1 with nothing but in-memory stdio, a memory
-//! limiter and a wall-clock watchdog.
+//! Running a module in the sandbox: WASI preview 1 with nothing but in-memory stdio
+//! ([`crate::wasi`]), a memory limiter and a wall-clock watchdog.
 
 use std::io::Write;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
@@ -8,12 +8,11 @@ use std::time::Duration;
 
 use wasmtime::error::Context;
 use wasmtime::{Config, Engine, Linker, Module, ResourceLimiter, Store};
-use wasmtime_wasi::p1::{self, WasiP1Ctx};
-use wasmtime_wasi::p2::pipe::{MemoryInputPipe, MemoryOutputPipe};
-use wasmtime_wasi::{I32Exit, WasiCtxBuilder};
 
-/// Largest stdout we accept. The pipe only grows as written, so this costs nothing until used;
-/// a module that fills it is stopped rather than having its output truncated.
+use crate::wasi::{self, Exit, OutputFull, Stdio};
+
+/// Largest stdout we accept. The buffer only grows as written, so this costs nothing until used;
+/// a module that writes past it is stopped rather than having its output truncated.
 const STDOUT_CAPACITY: usize = 1 << 30;
 /// Largest stderr we keep (diagnostics; a module that fills it is stopped the same way).
 const STDERR_CAPACITY: usize = 64 << 20;
@@ -68,9 +67,9 @@ pub fn engine() -> wasmtime::Result<Engine> {
     Engine::new(&config).context("cannot create the wasmtime engine")
 }
 
-/// The store's data: the WASI context and the memory limiter.
+/// The store's data: the module's streams and the memory limiter.
 struct State {
-    wasi: WasiP1Ctx,
+    stdio: Stdio,
     limiter: Limiter,
 }
 
@@ -107,34 +106,25 @@ impl ResourceLimiter for Limiter {
     }
 }
 
-/// Runs `module` as a WASI command with `input` on stdin, within `limits`.
+/// Runs `module` as a WASI command with `input` (its chunks in order) on stdin, within `limits`.
 ///
 /// `Err` is reserved for host failures (the module's imports cannot be satisfied, say); anything
 /// the module does, including trapping or exceeding a limit, is an `Ok` with its [`Ending`].
 pub fn run(
     engine: &Engine,
     module: &Module,
-    input: Vec<u8>,
+    input: Vec<Vec<u8>>,
     limits: &Limits,
 ) -> wasmtime::Result<RunResult> {
-    let stdout = MemoryOutputPipe::new(STDOUT_CAPACITY);
-    let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
     // Only what is set here exists for the module: no preopens, no env, no inherited stdio,
-    // no sockets (preview 1 can only use sockets it is handed, and none are).
-    let wasi = WasiCtxBuilder::new()
-        .stdin(MemoryInputPipe::new(input))
-        .stdout(stdout.clone())
-        .stderr(stderr.clone())
-        .args(&[ARGV0])
-        .allow_tcp(false)
-        .allow_udp(false)
-        .allow_ip_name_lookup(false)
-        .build_p1();
+    // no sockets (see `wasi`).
+    let stdio = Stdio::new(ARGV0, input, STDOUT_CAPACITY, STDERR_CAPACITY);
+    let stderr = stdio.stderr();
     let max_bytes = usize::try_from(limits.max_memory_mib << 20).unwrap_or(usize::MAX);
     let mut store = Store::new(
         engine,
         State {
-            wasi,
+            stdio,
             limiter: Limiter {
                 max_bytes,
                 exceeded: false,
@@ -144,12 +134,12 @@ pub fn run(
     store.limiter(|state| &mut state.limiter);
     let watchdog = Watchdog::start(
         Duration::from_secs_f64(limits.timeout_secs),
-        stderr.clone(),
+        Arc::clone(&stderr),
         format!("module ran longer than {} s; stopped", limits.timeout_secs),
     );
 
     let mut linker: Linker<State> = Linker::new(engine);
-    p1::add_to_linker_sync(&mut linker, |state| &mut state.wasi)
+    wasi::add_to_linker(&mut linker, |state| &mut state.stdio)
         .context("cannot link WASI preview 1")?;
     let outcome = linker
         .instantiate(&mut store, module)
@@ -158,39 +148,31 @@ pub fn run(
     watchdog.finish();
 
     let exceeded_memory = store.data().limiter.exceeded;
-    // Dropping the store drops the WASI context's handle on stdout, so ours is the last one.
+    // Taken, not copied: the output is as large as the input for a ResourceList.
+    let stdout = store.data_mut().stdio.take_stdout();
     drop(store);
-    // Taken, not copied: `contents()` would copy the whole output twice more (as large as the
-    // input for a ResourceList, each copy fresh pages to fault in).
-    let stdout = stdout
-        .try_into_inner()
-        .map(Vec::from)
-        .context("the module's stdout is still in use after the run")?;
     // The watchdog may still hold stderr for a moment: copied (diagnostics, small).
-    let stderr = stderr.contents().to_vec();
+    let stderr = stderr
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
     let ending = match outcome {
         Ok(()) => Ending::Exited(0),
         Err(_) if exceeded_memory => Ending::Stopped(format!(
             "module exceeded the memory limit of {} MiB; stopped",
             limits.max_memory_mib
         )),
-        Err(e) => match e.downcast_ref::<I32Exit>() {
-            Some(exit) => Ending::Exited(exit.0),
-            None => Ending::Stopped(format!("module failed: {e:#}")),
-        },
-    };
-    // A full pipe means the module's writes were refused: report it rather than hand on
-    // output that may be cut short.
-    let ending = match ending {
-        Ending::Exited(_) if stdout.len() >= STDOUT_CAPACITY => Ending::Stopped(format!(
-            "module output exceeded {} MiB; nothing written",
-            STDOUT_CAPACITY >> 20
-        )),
-        Ending::Exited(_) if stderr.len() >= STDERR_CAPACITY => Ending::Stopped(format!(
-            "module diagnostics exceeded {} MiB; nothing written",
-            STDERR_CAPACITY >> 20
-        )),
-        other => other,
+        Err(e) => {
+            if let Some(exit) = e.downcast_ref::<Exit>() {
+                Ending::Exited(exit.0)
+            } else if let Some(full) = e.downcast_ref::<OutputFull>() {
+                // The module's writes were refused: report it rather than hand on output
+                // that may be cut short.
+                Ending::Stopped(format!("{full}; nothing written"))
+            } else {
+                Ending::Stopped(format!("module failed: {e:#}"))
+            }
+        }
     };
     Ok(RunResult {
         stdout,
@@ -210,7 +192,7 @@ struct Watchdog {
 }
 
 impl Watchdog {
-    fn start(limit: Duration, module_stderr: MemoryOutputPipe, reason: String) -> Self {
+    fn start(limit: Duration, module_stderr: Arc<Mutex<Vec<u8>>>, reason: String) -> Self {
         let finished = Arc::new(Mutex::new(false));
         let (wake, sleep) = mpsc::channel::<()>();
         let flag = Arc::clone(&finished);
@@ -220,7 +202,9 @@ impl Watchdog {
                 let finished = flag.lock().unwrap_or_else(PoisonError::into_inner);
                 if !*finished {
                     let mut out = std::io::stderr().lock();
-                    out.write_all(&module_stderr.contents()).ok();
+                    let module_stderr =
+                        module_stderr.lock().unwrap_or_else(PoisonError::into_inner);
+                    out.write_all(&module_stderr).ok();
                     writeln!(out, "cutover-wasm: {reason}").ok();
                     out.flush().ok();
                     std::process::exit(1);

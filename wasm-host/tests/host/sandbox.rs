@@ -198,3 +198,60 @@ fn proc_exit_status_and_output_are_passed_on() {
         (Some(7), "partial".into(), String::new())
     );
 }
+
+/// A module that copies stdin to stdout through `fd_read` with two buffers of 3 and 61 440
+/// bytes a call, and writes "eof" to stderr at the end.
+const ECHO_MODULE: &str = r#"(module
+  (import "wasi_snapshot_preview1" "fd_read" (func $fd_read (param i32 i32 i32 i32) (result i32)))
+  (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
+  (import "wasi_snapshot_preview1" "proc_exit" (func $proc_exit (param i32)))
+  (memory (export "memory") 2)
+  (data (i32.const 100) "eof")
+  (func (export "_start") (local $n i32)
+    ;; iovecs at 0: {4096, 3} and {4099, 61440}; the count read at 16.
+    (i32.store (i32.const 0) (i32.const 4096)) (i32.store (i32.const 4) (i32.const 3))
+    (i32.store (i32.const 8) (i32.const 4099)) (i32.store (i32.const 12) (i32.const 61440))
+    (block $done (loop $more
+      (if (call $fd_read (i32.const 0) (i32.const 0) (i32.const 2) (i32.const 16))
+        (then (call $proc_exit (i32.const 9))))
+      (local.set $n (i32.load (i32.const 16)))
+      (br_if $done (i32.eqz (local.get $n)))
+      ;; one iovec {4096, n} at 32 for the write
+      (i32.store (i32.const 32) (i32.const 4096)) (i32.store (i32.const 36) (local.get $n))
+      (drop (call $fd_write (i32.const 1) (i32.const 32) (i32.const 1) (i32.const 40)))
+      (br $more)))
+    (i32.store (i32.const 32) (i32.const 100)) (i32.store (i32.const 36) (i32.const 3))
+    (drop (call $fd_write (i32.const 2) (i32.const 32) (i32.const 1) (i32.const 40)))))"#;
+
+#[test]
+fn stdin_reaches_the_module_whole_across_the_hosts_chunks() {
+    let m = wat_module(&temp_dir("echo"), "echo", ECHO_MODULE);
+    // Around the host's 1 MiB chunks: empty, one byte, a chunk and one byte either side of it,
+    // and two and a half chunks of bytes that differ from one offset to the next.
+    for len in [0, 1, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, 5 << 19] {
+        let input: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        let out = run_host(&m, &[], &input);
+        assert_eq!(out.status.code(), Some(0), "{len} bytes");
+        assert!(out.stdout == input, "{len} bytes: stdout differs");
+        assert_eq!(out.stderr, b"eof", "{len} bytes");
+    }
+}
+
+#[test]
+fn a_module_importing_a_function_the_sandbox_lacks_is_refused_by_name() {
+    // `poll_oneoff` (sleeping, waiting on descriptors) is not part of the sandbox.
+    let m = wat_module(
+        &temp_dir("poll"),
+        "poll",
+        r#"(module
+  (import "wasi_snapshot_preview1" "poll_oneoff" (func (param i32 i32 i32 i32) (result i32)))
+  (memory (export "memory") 1)
+  (func (export "_start")))"#,
+    );
+    let (code, stdout, stderr) = summary(&run_host(&m, &[], b""));
+    assert_eq!((code, stdout.as_str()), (Some(1), ""));
+    assert!(
+        stderr.contains("wasi_snapshot_preview1::poll_oneoff"),
+        "{stderr}"
+    );
+}
