@@ -55,9 +55,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// All of stdin, in chunks of 1 MiB: the run frees each chunk once the module has read it, so
-/// that the input is not held beside the module's own copy and its output (docs/wasm.md, "The
-/// host's own WASI").
+/// All of stdin, in chunks of 1 MiB: once the module has read a chunk, the run fills it with
+/// the module's stdout, so that the input and the output are not held side by side
+/// (docs/wasm.md, "The host's own WASI").
 fn read_stdin() -> std::io::Result<Vec<Vec<u8>>> {
     const CHUNK: u64 = 1 << 20;
     let mut stdin = std::io::stdin().lock();
@@ -96,8 +96,10 @@ fn run_host(options: &Options) -> wasmtime::Result<ExitCode> {
             // stdout is written only once the module has finished, in one piece: a pipeline never
             // sees part of a ResourceList.
             let mut stdout = std::io::stdout().lock();
-            stdout
-                .write_all(&result.stdout)
+            result
+                .stdout
+                .iter()
+                .try_for_each(|chunk| stdout.write_all(chunk))
                 .and_then(|()| stdout.flush())
                 .context("cannot write stdout")?;
             Ok(exit_code(code))

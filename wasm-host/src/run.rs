@@ -41,8 +41,8 @@ impl Default for Limits {
 
 /// What a run produced.
 pub struct RunResult {
-    /// The module's complete stdout (meaningful only for [`Ending::Exited`]).
-    pub stdout: Vec<u8>,
+    /// The module's complete stdout, in chunks (meaningful only for [`Ending::Exited`]).
+    pub stdout: Vec<Vec<u8>>,
     /// The module's stderr, however the run ended.
     pub stderr: Vec<u8>,
     /// How the run ended.

@@ -19,6 +19,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use wasmtime::{Caller, Extern, Linker};
 
+/// Size of a new chunk of stdout (stdin's chunks are the host's, `read_stdin`, of the same size).
+const CHUNK: usize = 1 << 20;
 /// The WASI module name of preview 1.
 const MODULE: &str = "wasi_snapshot_preview1";
 
@@ -72,10 +74,15 @@ impl std::error::Error for Exit {}
 /// The module's view of the world: its three streams and its argv[0].
 pub struct Stdio {
     argv0: Vec<u8>,
-    /// What is left of stdin: chunks, the first read up to `read`. A chunk is dropped once read.
+    /// What is left of stdin: chunks, the first read up to `read`.
     stdin: VecDeque<Vec<u8>>,
     read: usize,
-    stdout: Vec<u8>,
+    /// Chunks of stdin the module has read, kept for stdout to fill: their pages are already
+    /// in memory, where a new buffer's would be faulted in one by one as written.
+    spare: Vec<Vec<u8>>,
+    /// What the module wrote to stdout, in chunks.
+    stdout: Vec<Vec<u8>>,
+    stdout_len: usize,
     stdout_capacity: usize,
     /// Shared with the watchdog, which prints it when it stops a run.
     stderr: Arc<Mutex<Vec<u8>>>,
@@ -96,17 +103,13 @@ impl Stdio {
     ) -> Self {
         let mut argv0 = argv0.as_bytes().to_vec();
         argv0.push(0);
-        // A function's output is about as large as its input. Reserved, not touched: pages are
-        // faulted in as written, and growing past it moves no bytes. Grown from empty, the
-        // buffer was copied at each doubling while it was small enough for the heap, and held
-        // twice meanwhile.
-        let input_len = stdin.iter().map(Vec::len).sum::<usize>();
-        let stdout = Vec::with_capacity(input_len.min(stdout_capacity));
         Self {
             argv0,
             stdin: stdin.into(),
             read: 0,
-            stdout,
+            spare: Vec::new(),
+            stdout: Vec::new(),
+            stdout_len: 0,
             stdout_capacity,
             stderr: Arc::new(Mutex::new(Vec::new())),
             stderr_capacity,
@@ -120,8 +123,8 @@ impl Stdio {
         Arc::clone(&self.stderr)
     }
 
-    /// What the module wrote to stdout.
-    pub fn take_stdout(&mut self) -> Vec<u8> {
+    /// What the module wrote to stdout, in chunks.
+    pub fn take_stdout(&mut self) -> Vec<Vec<u8>> {
         std::mem::take(&mut self.stdout)
     }
 
@@ -138,11 +141,33 @@ impl Stdio {
             total += n;
             self.read += n;
             if self.read == chunk.len() {
-                self.stdin.pop_front();
+                let mut chunk = self.stdin.pop_front().expect("the chunk just read");
+                chunk.clear();
+                self.spare.push(chunk);
                 self.read = 0;
             }
         }
         total
+    }
+
+    /// Appends to the last chunk of stdout, then to a spare chunk, else to a new one.
+    fn append_stdout(&mut self, mut bytes: &[u8]) {
+        self.stdout_len += bytes.len();
+        while !bytes.is_empty() {
+            let room = self.stdout.last().map_or(0, |c| c.capacity() - c.len());
+            if room == 0 {
+                let chunk = self.spare.pop();
+                self.stdout
+                    .push(chunk.unwrap_or_else(|| Vec::with_capacity(CHUNK)));
+                continue;
+            }
+            let (now, later) = bytes.split_at(room.min(bytes.len()));
+            self.stdout
+                .last_mut()
+                .expect("a chunk with room")
+                .extend_from_slice(now);
+            bytes = later;
+        }
     }
 
     fn is_open(&self, fd: i32) -> bool {
@@ -161,10 +186,10 @@ impl Stdio {
             })
         };
         if fd == 1 {
-            if self.stdout.len() + bytes.len() > self.stdout_capacity {
+            if self.stdout_len + bytes.len() > self.stdout_capacity {
                 return Err(full("output", self.stdout_capacity));
             }
-            self.stdout.extend_from_slice(bytes);
+            self.append_stdout(bytes);
         } else {
             let mut stderr = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
             if stderr.len() + bytes.len() > self.stderr_capacity {
@@ -493,6 +518,9 @@ mod tests {
         assert_eq!(&buf, b"abcd");
         // The first chunk was read whole: it is gone; the second is half read.
         assert_eq!((io.stdin.len(), io.read), (2, 1));
+        // Kept, emptied, for stdout to fill.
+        assert_eq!(io.spare.len(), 1);
+        assert!(io.spare[0].is_empty() && io.spare[0].capacity() >= 3);
         assert_eq!(io.read_into(&mut buf), 2);
         assert_eq!(&buf[..2], b"ef");
         assert!(io.stdin.is_empty());
@@ -506,7 +534,7 @@ mod tests {
         let err = io.write(1, b"9").unwrap_err();
         let full = err.downcast_ref::<OutputFull>().expect("OutputFull");
         assert_eq!(full.stream, "output");
-        assert_eq!(io.take_stdout(), b"12345678");
+        assert_eq!(io.take_stdout().concat(), b"12345678");
         io.write(2, b"1234").unwrap();
         let err = io.write(2, b"56789").unwrap_err();
         assert_eq!(
@@ -539,5 +567,23 @@ mod tests {
         memory[4..8].copy_from_slice(&16u32.to_le_bytes());
         let ranges = iovecs(&memory, 0, 1).unwrap();
         assert_eq!((ranges.len(), ranges[0].clone()), (1, 16..32));
+    }
+
+    #[test]
+    fn stdout_fills_read_chunks_of_stdin_before_new_ones() {
+        let mut io = Stdio::new("cutover", vec![vec![7u8; 10], vec![8u8; 10]], 1 << 30, 64);
+        let mut buf = [0u8; 20];
+        assert_eq!(io.read_into(&mut buf), 20);
+        let spare: Vec<*const u8> = io.spare.iter().map(|c| c.as_ptr()).collect();
+        let out: Vec<u8> = (0..25u8).collect();
+        io.write(1, &out[..4]).unwrap();
+        io.write(1, &out[4..]).unwrap();
+        let chunks = io.take_stdout();
+        // The two spare chunks (the last one read first), then a new one for the rest.
+        let used: Vec<*const u8> = chunks.iter().map(|c| c.as_ptr()).collect();
+        assert_eq!(&used[..2], &[spare[1], spare[0]]);
+        assert_eq!(chunks.len(), 3);
+        assert!(chunks[2].capacity() >= CHUNK);
+        assert_eq!(chunks.concat(), out);
     }
 }
