@@ -33,6 +33,11 @@ mod errno {
     pub const IO: i32 = 29;
 }
 
+/// Most iovecs a call may pass (Linux's `UIO_MAXIOV`).
+const IOV_MAX: i32 = 1024;
+/// Most bytes one read returns (Linux's `MAX_RW_COUNT`), so that the count fits the `u32` WASI
+/// returns it in whatever the iovecs add up to (they may overlap).
+const MAX_READ: usize = 0x7fff_f000;
 /// WASI rights (`$rights`): what stdin and stdout/stderr report they allow.
 const RIGHT_FD_READ: u64 = 1 << 1;
 const RIGHT_FD_WRITE: u64 = 1 << 6;
@@ -227,8 +232,12 @@ fn get_u32(memory: &[u8], ptr: i32) -> Result<u32, i32> {
     ))
 }
 
-/// The guest ranges of an array of `len` iovecs (`{buf: u32, buf_len: u32}`) at `iovs`.
+/// The guest ranges of an array of `len` iovecs (`{buf: u32, buf_len: u32}`) at `iovs`. More
+/// than [`IOV_MAX`] is `EINVAL`, as for `readv` and `writev`.
 fn iovecs(memory: &[u8], iovs: i32, len: i32) -> Result<Vec<std::ops::Range<usize>>, i32> {
+    if !(0..=IOV_MAX).contains(&len) {
+        return Err(errno::INVAL);
+    }
     (0..len as u32)
         .map(|i| {
             let at = (iovs as u32).checked_add(i * 8).ok_or(errno::FAULT)? as i32;
@@ -324,7 +333,11 @@ fn add_streams<T: 'static>(
                     return errno::BADF;
                 }
                 let read = iovecs(memory, iovs, len).map(|bufs| {
-                    let total: usize = bufs.into_iter().map(|b| io.read_into(&mut memory[b])).sum();
+                    let mut total = 0;
+                    for buf in bufs {
+                        let len = buf.len().min(MAX_READ - total);
+                        total += io.read_into(&mut memory[buf.start..buf.start + len]);
+                    }
                     total as u32
                 });
                 errno_of(read.and_then(|n| put_u32(memory, nread, n)))
@@ -567,6 +580,9 @@ mod tests {
         memory[4..8].copy_from_slice(&16u32.to_le_bytes());
         let ranges = iovecs(&memory, 0, 1).unwrap();
         assert_eq!((ranges.len(), ranges[0].clone()), (1, 16..32));
+        // Too many iovecs, or a negative count, is invalid before any is read.
+        assert_eq!(iovecs(&memory, 0, IOV_MAX + 1), Err(errno::INVAL));
+        assert_eq!(iovecs(&memory, 0, -1), Err(errno::INVAL));
     }
 
     #[test]
