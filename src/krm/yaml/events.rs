@@ -427,11 +427,13 @@ mod tests {
 
     /// Inputs built to reach every edge of the patched reader's runs: each of a set of pieces
     /// (multi-byte and forbidden characters, invalid UTF-8, flow indicators, `:`, comments,
-    /// document markers, CRLF, tabs, runs of blanks, a scalar at the very end) placed so that
-    /// it falls on each side of libyaml's 16 KiB read chunk and of its last unread characters.
+    /// document markers, CRLF, tabs, runs of blanks and of indentation, blank lines, a scalar at
+    /// the very end) placed so that
+    /// it falls on each side of libyaml's 16 KiB read chunk and of its last unread characters,
+    /// after a plain scalar and within a line of a literal and of a folded block scalar.
     fn boundary_inputs() -> Vec<Vec<u8>> {
         const CHUNK: usize = 16 * 1024;
-        let pieces: [&[u8]; 30] = [
+        let pieces: [&[u8]; 35] = [
             b"abc",
             "\u{e9}t\u{e9}".as_bytes(),
             "\u{2615}x".as_bytes(),
@@ -462,6 +464,11 @@ mod tests {
             b"\n- a\n-    b\n",
             b"  #c\rz: 1",
             b"                                        #c\nz: 1",
+            b"\n            x",
+            b"  # a comment: with # and : and\ttabs, long enough to cross\nz: 1",
+            b"\n  \n        \n  x",
+            b"\nz:  \tw",
+            b"\n-  \tw",
         ];
         let mut inputs = Vec::new();
         for piece in pieces {
@@ -479,6 +486,17 @@ mod tests {
                 text.resize(3 + short, b'v');
                 text.extend_from_slice(piece);
                 inputs.push(text);
+            }
+            // The same within a line of a literal and of a folded block scalar.
+            for head in [&b"k: |\n  "[..], b"k: >-\n  "] {
+                for before in (CHUNK - 8..CHUNK + 4).chain(head.len()..head.len() + 6) {
+                    let mut text = head.to_vec();
+                    text.resize(before.max(head.len()), b'v');
+                    text.extend_from_slice(piece);
+                    inputs.push(text.clone());
+                    text.extend_from_slice(b"\n  w\n");
+                    inputs.push(text);
+                }
             }
         }
         inputs

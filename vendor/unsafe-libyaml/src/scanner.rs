@@ -940,12 +940,18 @@ unsafe fn yaml_parser_scan_to_next_token(parser: *mut yaml_parser_t) -> Success 
             if CACHE(parser, 1_u64).fail {
                 return FAIL;
             }
+            if !(*parser).one_at_a_time {
+                skip_ascii_run(parser, usize::MAX, |b| b == b' ');
+            }
         }
         if CHECK!((*parser).buffer, b'#') {
             while !IS_BREAKZ!((*parser).buffer) {
                 SKIP(parser);
                 if CACHE(parser, 1_u64).fail {
                     return FAIL;
+                }
+                if !(*parser).one_at_a_time {
+                    skip_ascii_run(parser, usize::MAX, is_line_ascii);
                 }
             }
         }
@@ -1980,6 +1986,12 @@ unsafe fn yaml_parser_scan_block_scalar(
                                                     current_block = 14984465786483313892;
                                                     break 's_281;
                                                 }
+                                                if !(*parser).one_at_a_time {
+                                                    read_block_ascii_run(
+                                                        parser,
+                                                        addr_of_mut!(string),
+                                                    );
+                                                }
                                             }
                                             if CACHE(parser, 2_u64).fail {
                                                 current_block = 14984465786483313892;
@@ -2068,6 +2080,14 @@ unsafe fn yaml_parser_scan_block_scalar_breaks(
             SKIP(parser);
             if CACHE(parser, 1_u64).fail {
                 return FAIL;
+            }
+            if !(*parser).one_at_a_time {
+                let most = if *indent == 0 {
+                    usize::MAX
+                } else {
+                    (*indent as i64 - (*parser).mark.column as i64).max(0) as usize
+                };
+                skip_ascii_run(parser, most, |b| b == b' ');
             }
         }
         if (*parser).mark.column as libc::c_int > max_indent {
@@ -2758,17 +2778,56 @@ const MAX_SCRATCH: isize = 64;
 /// for more and the parser ends in the same state.
 unsafe fn read_plain_ascii_run(parser: *mut yaml_parser_t, string: *mut yaml_string_t) {
     let in_flow = (*parser).flow_level != 0;
-    let limit = ((*parser).unread as usize).saturating_sub(2);
+    read_ascii_run(parser, string, 2, |b| {
+        (0x21..=0x7E).contains(&b)
+            && b != b':'
+            && !(in_flow && matches!(b, b',' | b'[' | b']' | b'{' | b'}'))
+    });
+}
+
+/// Reads, in one copy, the run of characters the loop of `yaml_parser_scan_block_scalar` would
+/// read one at a time within a line of content, right after a `READ`: tab and ASCII from space to
+/// `~` (any character but a break or the end is content there). For each of these the loop only
+/// checks that it is no break, reads it and caches one character; the run stops while one stays
+/// unread, so that cache is never asked for more and the parser ends in the same state.
+unsafe fn read_block_ascii_run(parser: *mut yaml_parser_t, string: *mut yaml_string_t) {
+    read_ascii_run(parser, string, 1, is_line_ascii);
+}
+
+/// A single-byte character that is neither a break nor the end: tab, or ASCII from space to `~`.
+fn is_line_ascii(b: u8) -> bool {
+    b == b'\t' || (0x20..=0x7E).contains(&b)
+}
+
+/// Skips, at once, at most `most` of the characters a loop of `SKIP` and `CACHE(parser, 1)`
+/// would skip one at a time: the run of single-byte characters `in_run` accepts, stopping while
+/// one character stays unread, so that the cache is never asked for more. Used right after such
+/// a `SKIP` and `CACHE`, where the loop's own condition holds for every character `in_run`
+/// accepts (spaces before a token or in a block scalar's indentation, a comment's characters).
+unsafe fn skip_ascii_run(parser: *mut yaml_parser_t, most: usize, in_run: impl Fn(u8) -> bool) {
+    let limit = ((*parser).unread as usize).saturating_sub(1).min(most);
     let start = (*parser).buffer.pointer;
     let bytes = core::slice::from_raw_parts(start, limit);
-    let run = bytes
-        .iter()
-        .position(|&b| {
-            !(0x21..=0x7E).contains(&b)
-                || b == b':'
-                || in_flow && matches!(b, b',' | b'[' | b']' | b'{' | b'}')
-        })
-        .unwrap_or(limit);
+    let run = bytes.iter().position(|&b| !in_run(b)).unwrap_or(limit);
+    (*parser).buffer.pointer = start.add(run);
+    (*parser).mark.index = (*parser).mark.index.force_add(run as u64);
+    (*parser).mark.column = (*parser).mark.column.force_add(run as u64);
+    (*parser).unread = (*parser).unread.wrapping_sub(run as size_t);
+}
+
+/// Copies the run of single-byte characters `in_run` accepts from the buffer to `string`, leaving
+/// at least `keep` characters unread, and advances the parser's mark as `READ` would for each.
+unsafe fn read_ascii_run(
+    parser: *mut yaml_parser_t,
+    string: *mut yaml_string_t,
+    keep: usize,
+    in_run: impl Fn(u8) -> bool,
+) {
+    // `unread` counts characters, each at least one byte: as many bytes are in the buffer.
+    let limit = ((*parser).unread as usize).saturating_sub(keep);
+    let start = (*parser).buffer.pointer;
+    let bytes = core::slice::from_raw_parts(start, limit);
+    let run = bytes.iter().position(|&b| !in_run(b)).unwrap_or(limit);
     if run == 0 {
         return;
     }
