@@ -385,19 +385,12 @@ fn a_huge_value_an_error_names_is_shown_once() {
 fn a_pool_holding_an_expanded_alias_bomb_is_marked_in_place() {
     check::install_panic_counter();
     let padding = "x".repeat(3 << 19);
-    let levels: String = (1..=6)
-        .map(|l| {
-            format!(
-                "    l{l}: &l{l} [{}]\n",
-                vec![format!("*l{}", l - 1); 6].join(", ")
-            )
-        })
-        .collect();
+    let bomb = alias_bomb(6, 6);
     let input = format!(
         "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n\
          - {{apiVersion: v1, kind: ConfigMap, metadata: {{name: padding}}, data: {{padding: {padding}}}}}\n\
          - apiVersion: metallb.io/v1beta1\n  kind: IPAddressPool\n  metadata: {{name: pool-a, namespace: metallb-system}}\n\
-         \x20 bomb:\n    l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n{levels}\
+         \x20 bomb:\n{bomb}\
          \x20 spec: {{addresses: [10.101.0.0/16]}}\n\
          - {{apiVersion: metallb.io/v1beta1, kind: L2Advertisement, metadata: {{name: l2, namespace: metallb-system}}}}\n\
          - {{apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease, metadata: {{name: metallb, namespace: metallb-system}}}}\n\
@@ -440,20 +433,24 @@ fn an_expanded_alias_bomb_in_a_release_the_chain_edits_is_held_twice_at_most() {
         ))
         .unwrap(),
     );
-    let levels: String = (1..=7)
-        .map(|l| {
-            format!(
-                "    l{l}: &l{l} [{}]\n",
-                vec![format!("*l{}", l - 1); 5].join(", ")
-            )
-        })
-        .collect();
-    let bomb = format!("  bomb:\n    l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n{levels}");
+    let bomb = format!("  bomb:\n{}", alias_bomb(7, 5));
     let text = serde_yaml::to_string(&doc).unwrap();
     assert_eq!(text.matches("  bomb: BOMB\n").count(), 1);
     let input = text.replace("  bomb: BOMB\n", &bomb);
     // The bomb went in (the chain ran with it), not refused at the limit.
     assert_within_bounds(&input, 128 << 20);
+}
+
+/// The entries of a block mapping, indented by four spaces, of an alias bomb: `l0` is a sequence
+/// of ten scalars, each further `lN` a sequence of `width` aliases of `l(N-1)`, so the last one
+/// expands to 10 × `width`^`levels` scalars.
+fn alias_bomb(levels: usize, width: usize) -> String {
+    let mut bomb = String::from("    l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for l in 1..=levels {
+        let aliases = vec![format!("*l{}", l - 1); width].join(", ");
+        bomb.push_str(&format!("    l{l}: &l{l} [{aliases}]\n"));
+    }
+    bomb
 }
 
 /// Runs a regression input through the suite's checks (the memory bound among them) and asserts

@@ -108,8 +108,9 @@ impl ResourceLimiter for Limiter {
 
 /// Runs `module` as a WASI command with `input` (its chunks in order) on stdin, within `limits`.
 ///
-/// `Err` is reserved for host failures (the module's imports cannot be satisfied, say); anything
-/// the module does, including trapping or exceeding a limit, is an `Ok` with its [`Ending`].
+/// `Err` is reserved for host failures (WASI's functions cannot be linked, say); anything about
+/// the module, including an import the sandbox lacks, a trap or a limit, is an `Ok` with its
+/// [`Ending`].
 pub fn run(
     engine: &Engine,
     module: &Module,
