@@ -1097,11 +1097,7 @@ pub unsafe fn yaml_event_delete(event: *mut yaml_event_t) {
         }
         _ => {}
     }
-    memset(
-        event as *mut libc::c_void,
-        0,
-        size_of::<yaml_event_t>() as libc::c_ulong,
-    );
+    crate::parser::clear_event(event);
 }
 
 /// Create a YAML document.

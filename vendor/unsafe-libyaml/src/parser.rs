@@ -1,5 +1,5 @@
 use crate::api::{yaml_free, yaml_malloc, yaml_stack_extend, yaml_strdup};
-use crate::externs::{memcpy, memset, strcmp, strlen};
+use crate::externs::{memcpy, strcmp, strlen};
 use crate::ops::ForceAdd as _;
 use crate::scanner::yaml_parser_fetch_more_tokens;
 use crate::success::{Success, FAIL, OK};
@@ -51,6 +51,39 @@ unsafe fn SKIP_TOKEN(parser: *mut yaml_parser_t) {
     *fresh4 = (*fresh4).wrapping_offset(1);
 }
 
+// cutover: an event is written field by field instead of with a memset of the whole event
+// first. The memset is as large as the event (88 bytes in wasm32), which the compiler turns into
+// WebAssembly's `memory.fill`, a call out of the module, three times an event (here, at the
+// event's start and in `yaml_event_delete`); the fields are plain stores.
+
+/// What `memset(event, 0, size)` leaves that a reader looks at: no event, at zero marks. The
+/// data is left as it is: it is read only for an event's own type, which writes it whole.
+pub(crate) unsafe fn clear_event(event: *mut yaml_event_t) {
+    let zero = yaml_mark_t {
+        index: 0,
+        line: 0,
+        column: 0,
+    };
+    (*event).type_ = crate::yaml_event_type_t::YAML_NO_EVENT;
+    (*event).start_mark = zero;
+    (*event).end_mark = zero;
+}
+
+/// Starts `event` as `memset(event, 0, size)` followed by its type and marks did: the data
+/// zeroed (the caller then writes its type's fields), the type, the marks. The marks are taken
+/// by value, read before anything is written, as they may be the current token's.
+unsafe fn init_event(
+    event: *mut yaml_event_t,
+    type_: crate::yaml_event_type_t,
+    start_mark: yaml_mark_t,
+    end_mark: yaml_mark_t,
+) {
+    addr_of_mut!((*event).data).write_bytes(0, 1);
+    (*event).type_ = type_;
+    (*event).start_mark = start_mark;
+    (*event).end_mark = end_mark;
+}
+
 /// Parse the input stream and produce the next parsing event.
 ///
 /// Call the function subsequently to produce a sequence of events corresponding
@@ -66,11 +99,7 @@ unsafe fn SKIP_TOKEN(parser: *mut yaml_parser_t) {
 pub unsafe fn yaml_parser_parse(parser: *mut yaml_parser_t, event: *mut yaml_event_t) -> Success {
     __assert!(!parser.is_null());
     __assert!(!event.is_null());
-    memset(
-        event as *mut libc::c_void,
-        0,
-        size_of::<yaml_event_t>() as libc::c_ulong,
-    );
+    clear_event(event);
     if (*parser).stream_end_produced
         || (*parser).error != YAML_NO_ERROR
         || (*parser).state == YAML_PARSE_END_STATE
@@ -190,14 +219,7 @@ unsafe fn yaml_parser_parse_stream_start(
         return FAIL;
     }
     (*parser).state = YAML_PARSE_IMPLICIT_DOCUMENT_START_STATE;
-    memset(
-        event as *mut libc::c_void,
-        0,
-        size_of::<yaml_event_t>() as libc::c_ulong,
-    );
-    (*event).type_ = YAML_STREAM_START_EVENT;
-    (*event).start_mark = (*token).start_mark;
-    (*event).end_mark = (*token).start_mark;
+    init_event(event, YAML_STREAM_START_EVENT, (*token).start_mark, (*token).start_mark);
     (*event).data.stream_start.encoding = (*token).data.stream_start.encoding;
     SKIP_TOKEN(parser);
     OK
@@ -250,14 +272,7 @@ unsafe fn yaml_parser_parse_document_start(
         }
         PUSH!((*parser).states, YAML_PARSE_DOCUMENT_END_STATE);
         (*parser).state = YAML_PARSE_BLOCK_NODE_STATE;
-        memset(
-            event as *mut libc::c_void,
-            0,
-            size_of::<yaml_event_t>() as libc::c_ulong,
-        );
-        (*event).type_ = YAML_DOCUMENT_START_EVENT;
-        (*event).start_mark = (*token).start_mark;
-        (*event).end_mark = (*token).start_mark;
+        init_event(event, YAML_DOCUMENT_START_EVENT, (*token).start_mark, (*token).start_mark);
         let fresh9 = addr_of_mut!((*event).data.document_start.version_directive);
         *fresh9 = ptr::null_mut::<yaml_version_directive_t>();
         let fresh10 = addr_of_mut!((*event).data.document_start.tag_directives.start);
@@ -291,14 +306,7 @@ unsafe fn yaml_parser_parse_document_start(
                 PUSH!((*parser).states, YAML_PARSE_DOCUMENT_END_STATE);
                 (*parser).state = YAML_PARSE_DOCUMENT_CONTENT_STATE;
                 end_mark = (*token).end_mark;
-                memset(
-                    event as *mut libc::c_void,
-                    0,
-                    size_of::<yaml_event_t>() as libc::c_ulong,
-                );
-                (*event).type_ = YAML_DOCUMENT_START_EVENT;
-                (*event).start_mark = start_mark;
-                (*event).end_mark = end_mark;
+                init_event(event, YAML_DOCUMENT_START_EVENT, start_mark, end_mark);
                 let fresh14 = addr_of_mut!((*event).data.document_start.version_directive);
                 *fresh14 = version_directive;
                 let fresh15 = addr_of_mut!((*event).data.document_start.tag_directives.start);
@@ -322,14 +330,7 @@ unsafe fn yaml_parser_parse_document_start(
         FAIL
     } else {
         (*parser).state = YAML_PARSE_END_STATE;
-        memset(
-            event as *mut libc::c_void,
-            0,
-            size_of::<yaml_event_t>() as libc::c_ulong,
-        );
-        (*event).type_ = YAML_STREAM_END_EVENT;
-        (*event).start_mark = (*token).start_mark;
-        (*event).end_mark = (*token).end_mark;
+        init_event(event, YAML_STREAM_END_EVENT, (*token).start_mark, (*token).end_mark);
         SKIP_TOKEN(parser);
         OK
     }
@@ -379,14 +380,7 @@ unsafe fn yaml_parser_parse_document_end(
         yaml_free(tag_directive.prefix as *mut libc::c_void);
     }
     (*parser).state = YAML_PARSE_DOCUMENT_START_STATE;
-    memset(
-        event as *mut libc::c_void,
-        0,
-        size_of::<yaml_event_t>() as libc::c_ulong,
-    );
-    (*event).type_ = YAML_DOCUMENT_END_EVENT;
-    (*event).start_mark = start_mark;
-    (*event).end_mark = end_mark;
+    init_event(event, YAML_DOCUMENT_END_EVENT, start_mark, end_mark);
     (*event).data.document_end.implicit = implicit;
     OK
 }
@@ -417,14 +411,7 @@ unsafe fn yaml_parser_parse_node(
     }
     if (*token).type_ == YAML_ALIAS_TOKEN {
         (*parser).state = POP!((*parser).states);
-        memset(
-            event as *mut libc::c_void,
-            0,
-            size_of::<yaml_event_t>() as libc::c_ulong,
-        );
-        (*event).type_ = YAML_ALIAS_EVENT;
-        (*event).start_mark = (*token).start_mark;
-        (*event).end_mark = (*token).end_mark;
+        init_event(event, YAML_ALIAS_EVENT, (*token).start_mark, (*token).end_mark);
         let fresh26 = addr_of_mut!((*event).data.alias.anchor);
         *fresh26 = (*token).data.alias.value;
         SKIP_TOKEN(parser);
@@ -551,14 +538,7 @@ unsafe fn yaml_parser_parse_node(
                 if indentless_sequence && (*token).type_ == YAML_BLOCK_ENTRY_TOKEN {
                     end_mark = (*token).end_mark;
                     (*parser).state = YAML_PARSE_INDENTLESS_SEQUENCE_ENTRY_STATE;
-                    memset(
-                        event as *mut libc::c_void,
-                        0,
-                        size_of::<yaml_event_t>() as libc::c_ulong,
-                    );
-                    (*event).type_ = YAML_SEQUENCE_START_EVENT;
-                    (*event).start_mark = start_mark;
-                    (*event).end_mark = end_mark;
+                    init_event(event, YAML_SEQUENCE_START_EVENT, start_mark, end_mark);
                     let fresh37 = addr_of_mut!((*event).data.sequence_start.anchor);
                     *fresh37 = anchor;
                     let fresh38 = addr_of_mut!((*event).data.sequence_start.tag);
@@ -582,14 +562,7 @@ unsafe fn yaml_parser_parse_node(
                         quoted_implicit = true;
                     }
                     (*parser).state = POP!((*parser).states);
-                    memset(
-                        event as *mut libc::c_void,
-                        0,
-                        size_of::<yaml_event_t>() as libc::c_ulong,
-                    );
-                    (*event).type_ = YAML_SCALAR_EVENT;
-                    (*event).start_mark = start_mark;
-                    (*event).end_mark = end_mark;
+                    init_event(event, YAML_SCALAR_EVENT, start_mark, end_mark);
                     let fresh40 = addr_of_mut!((*event).data.scalar.anchor);
                     *fresh40 = anchor;
                     let fresh41 = addr_of_mut!((*event).data.scalar.tag);
@@ -605,14 +578,7 @@ unsafe fn yaml_parser_parse_node(
                 } else if (*token).type_ == YAML_FLOW_SEQUENCE_START_TOKEN {
                     end_mark = (*token).end_mark;
                     (*parser).state = YAML_PARSE_FLOW_SEQUENCE_FIRST_ENTRY_STATE;
-                    memset(
-                        event as *mut libc::c_void,
-                        0,
-                        size_of::<yaml_event_t>() as libc::c_ulong,
-                    );
-                    (*event).type_ = YAML_SEQUENCE_START_EVENT;
-                    (*event).start_mark = start_mark;
-                    (*event).end_mark = end_mark;
+                    init_event(event, YAML_SEQUENCE_START_EVENT, start_mark, end_mark);
                     let fresh45 = addr_of_mut!((*event).data.sequence_start.anchor);
                     *fresh45 = anchor;
                     let fresh46 = addr_of_mut!((*event).data.sequence_start.tag);
@@ -623,14 +589,7 @@ unsafe fn yaml_parser_parse_node(
                 } else if (*token).type_ == YAML_FLOW_MAPPING_START_TOKEN {
                     end_mark = (*token).end_mark;
                     (*parser).state = YAML_PARSE_FLOW_MAPPING_FIRST_KEY_STATE;
-                    memset(
-                        event as *mut libc::c_void,
-                        0,
-                        size_of::<yaml_event_t>() as libc::c_ulong,
-                    );
-                    (*event).type_ = YAML_MAPPING_START_EVENT;
-                    (*event).start_mark = start_mark;
-                    (*event).end_mark = end_mark;
+                    init_event(event, YAML_MAPPING_START_EVENT, start_mark, end_mark);
                     let fresh47 = addr_of_mut!((*event).data.mapping_start.anchor);
                     *fresh47 = anchor;
                     let fresh48 = addr_of_mut!((*event).data.mapping_start.tag);
@@ -641,14 +600,7 @@ unsafe fn yaml_parser_parse_node(
                 } else if block && (*token).type_ == YAML_BLOCK_SEQUENCE_START_TOKEN {
                     end_mark = (*token).end_mark;
                     (*parser).state = YAML_PARSE_BLOCK_SEQUENCE_FIRST_ENTRY_STATE;
-                    memset(
-                        event as *mut libc::c_void,
-                        0,
-                        size_of::<yaml_event_t>() as libc::c_ulong,
-                    );
-                    (*event).type_ = YAML_SEQUENCE_START_EVENT;
-                    (*event).start_mark = start_mark;
-                    (*event).end_mark = end_mark;
+                    init_event(event, YAML_SEQUENCE_START_EVENT, start_mark, end_mark);
                     let fresh49 = addr_of_mut!((*event).data.sequence_start.anchor);
                     *fresh49 = anchor;
                     let fresh50 = addr_of_mut!((*event).data.sequence_start.tag);
@@ -659,14 +611,7 @@ unsafe fn yaml_parser_parse_node(
                 } else if block && (*token).type_ == YAML_BLOCK_MAPPING_START_TOKEN {
                     end_mark = (*token).end_mark;
                     (*parser).state = YAML_PARSE_BLOCK_MAPPING_FIRST_KEY_STATE;
-                    memset(
-                        event as *mut libc::c_void,
-                        0,
-                        size_of::<yaml_event_t>() as libc::c_ulong,
-                    );
-                    (*event).type_ = YAML_MAPPING_START_EVENT;
-                    (*event).start_mark = start_mark;
-                    (*event).end_mark = end_mark;
+                    init_event(event, YAML_MAPPING_START_EVENT, start_mark, end_mark);
                     let fresh51 = addr_of_mut!((*event).data.mapping_start.anchor);
                     *fresh51 = anchor;
                     let fresh52 = addr_of_mut!((*event).data.mapping_start.tag);
@@ -678,14 +623,7 @@ unsafe fn yaml_parser_parse_node(
                     let value: *mut yaml_char_t = yaml_malloc(1_u64) as *mut yaml_char_t;
                     *value = b'\0';
                     (*parser).state = POP!((*parser).states);
-                    memset(
-                        event as *mut libc::c_void,
-                        0,
-                        size_of::<yaml_event_t>() as libc::c_ulong,
-                    );
-                    (*event).type_ = YAML_SCALAR_EVENT;
-                    (*event).start_mark = start_mark;
-                    (*event).end_mark = end_mark;
+                    init_event(event, YAML_SCALAR_EVENT, start_mark, end_mark);
                     let fresh54 = addr_of_mut!((*event).data.scalar.anchor);
                     *fresh54 = anchor;
                     let fresh55 = addr_of_mut!((*event).data.scalar.tag);
@@ -752,14 +690,7 @@ unsafe fn yaml_parser_parse_block_sequence_entry(
     } else if (*token).type_ == YAML_BLOCK_END_TOKEN {
         (*parser).state = POP!((*parser).states);
         let _ = POP!((*parser).marks);
-        memset(
-            event as *mut libc::c_void,
-            0,
-            size_of::<yaml_event_t>() as libc::c_ulong,
-        );
-        (*event).type_ = YAML_SEQUENCE_END_EVENT;
-        (*event).start_mark = (*token).start_mark;
-        (*event).end_mark = (*token).end_mark;
+        init_event(event, YAML_SEQUENCE_END_EVENT, (*token).start_mark, (*token).end_mark);
         SKIP_TOKEN(parser);
         OK
     } else {
@@ -803,14 +734,7 @@ unsafe fn yaml_parser_parse_indentless_sequence_entry(
         }
     } else {
         (*parser).state = POP!((*parser).states);
-        memset(
-            event as *mut libc::c_void,
-            0,
-            size_of::<yaml_event_t>() as libc::c_ulong,
-        );
-        (*event).type_ = YAML_SEQUENCE_END_EVENT;
-        (*event).start_mark = (*token).start_mark;
-        (*event).end_mark = (*token).start_mark;
+        init_event(event, YAML_SEQUENCE_END_EVENT, (*token).start_mark, (*token).start_mark);
         OK
     }
 }
@@ -850,14 +774,7 @@ unsafe fn yaml_parser_parse_block_mapping_key(
     } else if (*token).type_ == YAML_BLOCK_END_TOKEN {
         (*parser).state = POP!((*parser).states);
         let _ = POP!((*parser).marks);
-        memset(
-            event as *mut libc::c_void,
-            0,
-            size_of::<yaml_event_t>() as libc::c_ulong,
-        );
-        (*event).type_ = YAML_MAPPING_END_EVENT;
-        (*event).start_mark = (*token).start_mark;
-        (*event).end_mark = (*token).end_mark;
+        init_event(event, YAML_MAPPING_END_EVENT, (*token).start_mark, (*token).end_mark);
         SKIP_TOKEN(parser);
         OK
     } else {
@@ -940,14 +857,7 @@ unsafe fn yaml_parser_parse_flow_sequence_entry(
         }
         if (*token).type_ == YAML_KEY_TOKEN {
             (*parser).state = YAML_PARSE_FLOW_SEQUENCE_ENTRY_MAPPING_KEY_STATE;
-            memset(
-                event as *mut libc::c_void,
-                0,
-                size_of::<yaml_event_t>() as libc::c_ulong,
-            );
-            (*event).type_ = YAML_MAPPING_START_EVENT;
-            (*event).start_mark = (*token).start_mark;
-            (*event).end_mark = (*token).end_mark;
+            init_event(event, YAML_MAPPING_START_EVENT, (*token).start_mark, (*token).end_mark);
             let fresh99 = addr_of_mut!((*event).data.mapping_start.anchor);
             *fresh99 = ptr::null_mut::<yaml_char_t>();
             let fresh100 = addr_of_mut!((*event).data.mapping_start.tag);
@@ -963,14 +873,7 @@ unsafe fn yaml_parser_parse_flow_sequence_entry(
     }
     (*parser).state = POP!((*parser).states);
     let _ = POP!((*parser).marks);
-    memset(
-        event as *mut libc::c_void,
-        0,
-        size_of::<yaml_event_t>() as libc::c_ulong,
-    );
-    (*event).type_ = YAML_SEQUENCE_END_EVENT;
-    (*event).start_mark = (*token).start_mark;
-    (*event).end_mark = (*token).end_mark;
+    init_event(event, YAML_SEQUENCE_END_EVENT, (*token).start_mark, (*token).end_mark);
     SKIP_TOKEN(parser);
     OK
 }
@@ -1037,14 +940,7 @@ unsafe fn yaml_parser_parse_flow_sequence_entry_mapping_end(
         return FAIL;
     }
     (*parser).state = YAML_PARSE_FLOW_SEQUENCE_ENTRY_STATE;
-    memset(
-        event as *mut libc::c_void,
-        0,
-        size_of::<yaml_event_t>() as libc::c_ulong,
-    );
-    (*event).type_ = YAML_MAPPING_END_EVENT;
-    (*event).start_mark = (*token).start_mark;
-    (*event).end_mark = (*token).start_mark;
+    init_event(event, YAML_MAPPING_END_EVENT, (*token).start_mark, (*token).start_mark);
     OK
 }
 
@@ -1105,14 +1001,7 @@ unsafe fn yaml_parser_parse_flow_mapping_key(
     }
     (*parser).state = POP!((*parser).states);
     let _ = POP!((*parser).marks);
-    memset(
-        event as *mut libc::c_void,
-        0,
-        size_of::<yaml_event_t>() as libc::c_ulong,
-    );
-    (*event).type_ = YAML_MAPPING_END_EVENT;
-    (*event).start_mark = (*token).start_mark;
-    (*event).end_mark = (*token).end_mark;
+    init_event(event, YAML_MAPPING_END_EVENT, (*token).start_mark, (*token).end_mark);
     SKIP_TOKEN(parser);
     OK
 }
@@ -1150,14 +1039,7 @@ unsafe fn yaml_parser_parse_flow_mapping_value(
 unsafe fn yaml_parser_process_empty_scalar(event: *mut yaml_event_t, mark: yaml_mark_t) -> Success {
     let value: *mut yaml_char_t = yaml_malloc(1_u64) as *mut yaml_char_t;
     *value = b'\0';
-    memset(
-        event as *mut libc::c_void,
-        0,
-        size_of::<yaml_event_t>() as libc::c_ulong,
-    );
-    (*event).type_ = YAML_SCALAR_EVENT;
-    (*event).start_mark = mark;
-    (*event).end_mark = mark;
+    init_event(event, YAML_SCALAR_EVENT, mark, mark);
     let fresh138 = addr_of_mut!((*event).data.scalar.anchor);
     *fresh138 = ptr::null_mut::<yaml_char_t>();
     let fresh139 = addr_of_mut!((*event).data.scalar.tag);
