@@ -63,27 +63,10 @@ macro_rules! STRING_EXTEND {
     };
 }
 
-// cutover: a buffer is already clear when nothing was written to it since it was made,
-// extended or cleared (its bytes from `pointer` on are zero, and it is written only at
-// `pointer`) and no `JOIN` emptied it (which leaves its bytes): its first byte is zero then,
-// as the characters written to the buffers cleared here (blanks and breaks) never are. The
-// memset, a call out of the module in WebAssembly at every scalar, is skipped for it.
+// cutover: `clear_string` (scanner.rs) skips the memset for a buffer already clear.
 macro_rules! CLEAR {
     ($string:expr) => {{
-        if $string.pointer != $string.start || *$string.start != 0 {
-            memset(
-                $string.start as *mut libc::c_void,
-                0,
-                $string.end.c_offset_from($string.start) as libc::c_ulong,
-            );
-        }
-        debug_assert!(
-            core::slice::from_raw_parts($string.start, $string.end.c_offset_from($string.start) as usize)
-                .iter()
-                .all(|&b| b == 0),
-            "a buffer skipped by CLEAR holds a non-zero byte"
-        );
-        $string.pointer = $string.start;
+        crate::scanner::clear_string(addr_of_mut!($string));
     }};
 }
 

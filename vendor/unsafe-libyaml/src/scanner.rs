@@ -2735,9 +2735,9 @@ unsafe fn init_scalar_string(parser: *mut yaml_parser_t, string: *mut yaml_strin
 const SCALAR_STRING_SIZE: usize = 64;
 
 /// Makes `string` a working string of a scalar, as `STRING_INIT!` does: 16 or more bytes, all
-/// zero. It reuses the one the last scalar gave back to `slot` (zeroed whole: `JOIN!` rewinds a
-/// string without zeroing it), saving a `malloc` and a `free` per working string; upstream's
-/// fresh allocation when going one character at a time.
+/// zero. It reuses the one the last scalar gave back to `slot` (cleared whole by
+/// `clear_string`: `JOIN!` rewinds a string without zeroing it), saving a `malloc` and a `free`
+/// per working string; upstream's fresh allocation when going one character at a time.
 unsafe fn take_scratch(parser: *mut yaml_parser_t, slot: usize, string: *mut yaml_string_t) {
     let kept = (*parser).scratch[slot];
     if (*parser).one_at_a_time || kept.start.is_null() {
@@ -2745,15 +2745,31 @@ unsafe fn take_scratch(parser: *mut yaml_parser_t, slot: usize, string: *mut yam
         return;
     }
     (*parser).scratch[slot] = NULL_STRING;
-    memset(
-        kept.start as *mut libc::c_void,
-        0,
-        kept.end.c_offset_from(kept.start) as libc::c_ulong,
+    *string = kept;
+    clear_string(string);
+}
+
+/// Empties `string` and zeroes it whole, as `CLEAR!` did, skipping the memset when it is clear
+/// already: nothing written since it was made, extended or cleared (a string is written only at
+/// its `pointer`, and its bytes from there on are zero) and no `JOIN!` emptied it (which rewinds
+/// without zeroing, leaving a character in its first byte). The strings cleared here hold blanks
+/// and breaks, never a zero byte, so a string at its start whose first byte is zero is zero
+/// throughout; a debug assertion checks it. In WebAssembly the memset, whose length the compiler
+/// does not know, is a call out of the module (`memory.fill`), several times a scalar.
+pub(crate) unsafe fn clear_string(string: *mut yaml_string_t) {
+    let (start, end) = ((*string).start, (*string).end);
+    if start.is_null() {
+        return;
+    }
+    let len = end.c_offset_from(start) as usize;
+    if (*string).pointer != start || *start != 0 {
+        memset(start as *mut libc::c_void, 0, len as libc::c_ulong);
+    }
+    debug_assert!(
+        core::slice::from_raw_parts(start, len).iter().all(|&b| b == 0),
+        "a string skipped by clear_string holds a non-zero byte"
     );
-    *string = yaml_string_t {
-        pointer: kept.start,
-        ..kept
-    };
+    (*string).pointer = start;
 }
 
 /// Ends a scalar's working string, as `STRING_DEL!` does, keeping it in `slot` for the next
