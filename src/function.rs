@@ -47,7 +47,7 @@ fn process_buffered(input: &[u8], whole: bool) -> Output {
     // mremap); the part never written is never touched.
     let mut stdout = Vec::with_capacity(input.len() + input.len() / 4 + 4096);
     let report = match catch_unwind(AssertUnwindSafe(|| {
-        process_inner(input, &mut stdout, whole, Garbage::Free)
+        process_inner(input, &mut stdout, whole)
     })) {
         Ok(Ok(report)) => report,
         // A Vec takes every byte; kept for completeness.
@@ -79,38 +79,7 @@ fn process_buffered(input: &[u8], whole: bool) -> Output {
 /// complete ResourceList or nothing, unless `stdout` itself fails (the `Err`) or the code panics
 /// while writing (a bug; reported, as every panic, as an internal error).
 pub fn process_to(input: &[u8], stdout: &mut dyn std::io::Write) -> std::io::Result<Report> {
-    process_caught(input, stdout, Garbage::Free)
-}
-
-/// [`process_to`] for a process that exits as soon as it returns, as the `cutover` binary does:
-/// what the run built (every tree kept, the results) is left to the exit, which returns the
-/// pages at once, instead of being freed allocation by allocation. Nothing is allocated after
-/// it but a few bytes of stderr, so the peak memory is the same. A caller that runs the function
-/// again in the same process uses [`process_to`], which frees it.
-pub fn process_to_before_exit(
-    input: &[u8],
-    stdout: &mut dyn std::io::Write,
-) -> std::io::Result<Report> {
-    process_caught(input, stdout, Garbage::LeftToExit)
-}
-
-/// What becomes of what a run built once its output is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Garbage {
-    /// Freed ([`krm::free_after_run`]).
-    Free,
-    /// Left to the process's exit, which follows.
-    LeftToExit,
-}
-
-fn process_caught(
-    input: &[u8],
-    stdout: &mut dyn std::io::Write,
-    garbage: Garbage,
-) -> std::io::Result<Report> {
-    match catch_unwind(AssertUnwindSafe(|| {
-        process_inner(input, stdout, false, garbage)
-    })) {
+    match catch_unwind(AssertUnwindSafe(|| process_inner(input, stdout, false))) {
         Ok(report) => report,
         Err(_) => Ok(Report {
             stderr: "cutover: internal error (panic)\n".into(),
@@ -123,7 +92,6 @@ fn process_inner(
     input: &[u8],
     sink: &mut dyn std::io::Write,
     whole: bool,
-    garbage: Garbage,
 ) -> std::io::Result<Report> {
     let prepare = |fc: Option<&serde_yaml::Value>| modes::Prepared {
         whole,
@@ -185,11 +153,7 @@ fn process_inner(
     drop(sources);
     drop(spelled);
     drop(item_spellings);
-    let garbage_of_run = (list, items, results, applied);
-    match garbage {
-        Garbage::Free => krm::free_after_run(garbage_of_run),
-        Garbage::LeftToExit => std::mem::forget(garbage_of_run),
-    }
+    krm::free_after_run((list, items, results, applied));
     match written {
         Ok(()) => Ok(Report {
             stderr,
@@ -493,34 +457,6 @@ fn fill_missing_files(
     for r in results.iter_mut().filter(|r| r.file.is_none()) {
         if let Some(rr) = &r.resource_ref {
             r.file = files.get(&key(rr)).cloned();
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The binary's entry point leaves the run's trees to the exit; the library's frees them.
-    /// What they write and report is the same as the buffered run's, item for item.
-    #[test]
-    fn every_entry_point_writes_and_reports_the_same() {
-        for input in [
-            &include_bytes!("../tests/inputs/valid/announcer-metallb.yaml")[..],
-            &include_bytes!("../tests/inputs/valid/configmap-form.yaml")[..],
-            b"not: [a resource list",
-        ] {
-            let buffered = process(input);
-            let mut freed = Vec::new();
-            let report = process_to(input, &mut freed).unwrap();
-            let mut left = Vec::new();
-            let left_report = process_to_before_exit(input, &mut left).unwrap();
-            assert_eq!(freed, buffered.stdout);
-            assert_eq!(left, buffered.stdout);
-            for r in [&report, &left_report] {
-                assert_eq!(r.stderr, buffered.stderr);
-                assert_eq!(r.exit_code, buffered.exit_code);
-            }
         }
     }
 }

@@ -125,7 +125,7 @@ fn run_function() -> ExitCode {
 fn run_io() -> anyhow::Result<i32> {
     let input = read_stdin().context("cannot read stdin")?;
     let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    let report = cutover::function::process_to_before_exit(&input, &mut stdout)
+    let report = cutover::function::process_to(&input, &mut stdout)
         .and_then(|report| stdout.flush().map(|()| report))
         .context("cannot write stdout")?;
     eprint!("{}", report.stderr);

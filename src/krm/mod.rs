@@ -25,9 +25,8 @@ pub use object::{KrmObject, ObjectRef};
 pub use outcome::{Edit, Outcome, PatchOp};
 pub use result::{FieldRef, FileRef, KrmResult, ResourceRef, SHOWN_MESSAGE_BYTES, Severity};
 
-/// Frees what a finished run built, once its output is written, for a caller that goes on (the
-/// `cutover` binary, which exits right after, leaves it to the exit instead:
-/// `function::process_to_before_exit`). Natively that is [`free_in_background`]. A WASI module has no threads, and its instance ends with the run: the
+/// Frees what a finished run built, once its output is written. Natively that is
+/// [`free_in_background`]. A WASI module has no threads, and its instance ends with the run: the
 /// module's `main` makes one call and returns, and the host then drops the whole linear memory
 /// at once. Freeing the trees node by node there took 1–3 % of the module's CPU on the
 /// benchmark presets (docs/wasm.md), so it leaves them to the instance's end. Nothing is
@@ -41,9 +40,9 @@ pub fn free_after_run<T: Send + 'static>(garbage: T) {
 
 /// Frees `garbage` on a short-lived thread. A run builds millions of small allocations (every
 /// YAML node of every item kept); freeing them one by one took about a
-/// fifth of a 10k-Service run, all of it after the output was ready; on a thread, the run goes on
-/// without waiting for it. Where threads are not available (WASI) the value is dropped right
-/// here, as before.
+/// fifth of a 10k-Service run, all of it after the output was ready. The binary exits as soon as
+/// stdout is written, so the thread's work is mostly never waited for. Where threads are not
+/// available (WASI) the value is dropped right here, as before.
 pub fn free_in_background<T: Send + 'static>(garbage: T) {
     let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(garbage)));
     let theirs = std::sync::Arc::clone(&slot);
