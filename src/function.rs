@@ -153,7 +153,7 @@ fn process_inner(
     drop(sources);
     drop(spelled);
     drop(item_spellings);
-    krm::free_after_run((list, items, results, applied));
+    krm::free_after_run((list, items, results, applied, ran.garbage));
     match written {
         Ok(()) => Ok(Report {
             stderr,

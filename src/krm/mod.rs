@@ -25,6 +25,11 @@ pub use object::{KrmObject, ObjectRef};
 pub use outcome::{Edit, Outcome, PatchOp};
 pub use result::{FieldRef, FileRef, KrmResult, ResourceRef, SHOWN_MESSAGE_BYTES, Severity};
 
+/// What a mode built and no longer needs once it has planned, kept until the run's output is
+/// written and then freed with the run's trees ([`free_after_run`]): freeing a large tree (the
+/// sylva values document's) node by node in the middle of the run is work the run waits for.
+pub type Garbage = Vec<Box<dyn std::any::Any + Send>>;
+
 /// Frees what a finished run built, once its output is written. Natively that is
 /// [`free_in_background`]. A WASI module has no threads, and its instance ends with the run: the
 /// module's `main` makes one call and returns, and the host then drops the whole linear memory

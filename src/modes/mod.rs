@@ -93,21 +93,24 @@ pub fn prepare(function_config: Option<&Value>) -> Prepared {
     }
 }
 
-/// What a mode gives the function: its outcome, and lines for stderr (findings an orchestrator
-/// that does not show results would otherwise hide).
+/// What a mode gives the function: its outcome, lines for stderr (findings an orchestrator
+/// that does not show results would otherwise hide), and what it built that the function frees
+/// after writing the output.
 #[derive(Debug, Default)]
 pub struct Ran {
     /// Edits and results.
     pub outcome: Outcome,
     /// Lines for stderr, without newlines.
     pub stderr: Vec<String>,
+    /// Freed with the run's trees once the output is written ([`crate::krm::Garbage`]).
+    pub garbage: crate::krm::Garbage,
 }
 
 impl From<Outcome> for Ran {
     fn from(outcome: Outcome) -> Self {
         Ran {
             outcome,
-            stderr: Vec::new(),
+            ..Ran::default()
         }
     }
 }
@@ -142,9 +145,7 @@ pub fn run_observed(
     observer: Observer,
 ) -> Ran {
     match config {
-        FunctionConfig::MetalLBImagePrepull(spec) => {
-            prepull::run(spec, items, function_config).into()
-        }
+        FunctionConfig::MetalLBImagePrepull(spec) => prepull::run(spec, items, function_config),
         FunctionConfig::Capm3OSImageSources(spec) => {
             capm3::run(spec, items, function_config).into()
         }

@@ -75,7 +75,11 @@ pub fn run_read(
     // 10k Services' facts: freed off the critical path, like the engine's garbage.
     crate::krm::free_in_background(inv);
     let stderr = report::plan_lines(&outcome);
-    Ran { outcome, stderr }
+    Ran {
+        outcome,
+        stderr,
+        ..Ran::default()
+    }
 }
 
 /// [`run_read`] on the inventory, which the caller frees.

@@ -52,7 +52,8 @@ pub use values::type_name;
 use serde_yaml::Value;
 
 use crate::krm::names::{NAMESPACE_RULE, is_namespace_name};
-use crate::krm::{KrmObject, KrmResult, Outcome};
+use crate::krm::{Garbage, KrmObject, KrmResult, Outcome};
+use crate::modes::Ran;
 
 /// Field path of a configuration field in the form the user wrote: `spec.<field>` for the
 /// typed kind, `data.<field>` for the kpt ConfigMap form.
@@ -63,13 +64,16 @@ pub(crate) fn config_field(fc: Option<&Value>, field: &str) -> String {
     }
 }
 
-/// Runs the mode: any error result leaves every item as it came in.
+/// Runs the mode: any error result leaves every item as it came in. The sylva values' tree is
+/// handed back with the outcome, for the function to free after writing the output
+/// ([`crate::krm::Garbage`]).
 pub fn run(
     spec: &MetalLBImagePrepullSpec,
     items: &[Value],
     function_config: Option<&Value>,
-) -> Outcome {
-    match plan(spec, items, function_config) {
+) -> Ran {
+    let mut garbage = Garbage::new();
+    let outcome = match plan(spec, items, function_config, &mut garbage) {
         Ok(mut outcome) => {
             if spec.fail_on_warnings && outcome.promote_warnings() > 0 {
                 crate::modes::nothing_changed(&mut outcome);
@@ -80,6 +84,11 @@ pub fn run(
             edits: Vec::new(),
             results: vec![error],
         },
+    };
+    Ran {
+        outcome,
+        garbage,
+        ..Ran::default()
     }
 }
 
@@ -165,10 +174,13 @@ fn validate(spec: &MetalLBImagePrepullSpec, fc: Option<&Value>) -> Result<(), Kr
     Ok(())
 }
 
+/// Reads the config and the items, finds the sylva values and plans with them; the values go
+/// to `garbage` once planned, whatever the plan's result.
 fn plan(
     spec: &MetalLBImagePrepullSpec,
     items: &[Value],
     fc: Option<&Value>,
+    garbage: &mut Garbage,
 ) -> Result<Outcome, KrmResult> {
     validate(spec, fc).check(Check::Config)?;
     source::payload_dir(spec, fc).check(Check::Source)?;
@@ -177,8 +189,21 @@ fn plan(
     let Some(values) = values::locate(spec, items, &inputs, fc).check(Check::Values)? else {
         return without_sylva_values(spec, items, &inputs, fc, generator);
     };
-    check_sylva(spec, items, &inputs, &values, fc)?;
-    let gate = gate::evaluate(spec, items, &inputs, &values, fc).check(Check::Gate)?;
+    let planned = plan_with_values(spec, items, fc, &inputs, &values);
+    garbage.push(Box::new(values));
+    planned
+}
+
+/// The plan on the Sylva path: the gate, the images and the unit, from the sylva values.
+fn plan_with_values(
+    spec: &MetalLBImagePrepullSpec,
+    items: &[Value],
+    fc: Option<&Value>,
+    inputs: &inputs::Inputs,
+    values: &values::SylvaValues,
+) -> Result<Outcome, KrmResult> {
+    check_sylva(spec, items, inputs, values, fc)?;
+    let gate = gate::evaluate(spec, items, inputs, values, fc).check(Check::Gate)?;
     if let Some(g) = gate.gated.map(|i| &items[i]) {
         unit::depends_on(g).check(Check::DependsOn)?;
     }
@@ -199,8 +224,8 @@ fn plan(
     }
     out.results.extend(gate.results(items));
     if !gate.is_open() {
-        reconcile::remove_unit(items, &inputs, gate.gated, &mut out);
-        remove_from_values(&values, items, "because the gate is closed", &mut out)
+        reconcile::remove_unit(items, inputs, gate.gated, &mut out);
+        remove_from_values(values, items, "because the gate is closed", &mut out)
             .check(Check::SylvaValues)?;
         out.push(
             KrmResult::info(format!(
@@ -215,8 +240,8 @@ fn plan(
     let images = images::resolve(
         spec,
         items,
-        &inputs,
-        &values,
+        inputs,
+        values,
         gate.gated.map(|i| &items[i]),
         fc,
     )
@@ -231,8 +256,8 @@ fn plan(
         spec,
         items,
         fc,
-        inputs: &inputs,
-        values: &values,
+        inputs,
+        values,
         gated: gate.gated,
         payload: &payload,
         images: &images,
