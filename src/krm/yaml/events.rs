@@ -163,8 +163,16 @@ impl<'a> Parser<'a> {
 
     fn release(&mut self) {
         if self.live {
-            // SAFETY: `live` says `event` holds an event libyaml produced and nobody deleted.
-            unsafe { unsafe_yaml::yaml_event_delete(self.event.as_mut_ptr()) };
+            // SAFETY: `live` says `event` holds an event this parser produced and nobody
+            // deleted. A scalar's value buffer may become the next scalar's (libyaml as the
+            // build patches it, vendor/unsafe-libyaml/CUTOVER.md); no `Event` borrowed from this
+            // one outlives this call, as `next_event`'s `&mut self` says.
+            unsafe {
+                unsafe_yaml::yaml_parser_recycle_event(
+                    self.sys.as_mut_ptr(),
+                    self.event.as_mut_ptr(),
+                );
+            }
             self.live = false;
         }
     }
@@ -423,6 +431,48 @@ mod tests {
         }
         // Most pairs read to the end (the block scalars fail in a flow sequence).
         assert!(cases > 250, "{cases}");
+    }
+
+    /// A scalar's value buffer, handed back with its event, is the next scalar's and reads as a
+    /// fresh one: scalars of every length around the size a value starts with (64 bytes, grown
+    /// past 59), in each style, one after the other, the longer and the shorter first, in block
+    /// and flow collections, against libyaml's one character at a time, which frees every buffer.
+    #[test]
+    fn recycled_value_buffers_read_as_fresh_ones() {
+        let lengths = [0, 1, 7, 58, 59, 60, 63, 64, 65, 130];
+        let styles: [fn(&str) -> String; 5] = [
+            |s| format!("x{s}"),
+            |s| format!("\"{s}\""),
+            |s| format!("'{s}'"),
+            |s| format!("|\n    {s}\n"),
+            |s| format!(">-\n    a{s}\n    b\n"),
+        ];
+        let mut scalars = Vec::new();
+        for n in lengths {
+            for style in &styles {
+                scalars.push(style(&"v".repeat(n)));
+            }
+        }
+        let block: String = scalars.iter().map(|s| format!("- {s}\n")).collect();
+        let keys: String = (scalars.iter().enumerate())
+            .map(|(i, s)| format!("k{i}: {s}\n"))
+            .collect();
+        let reversed: String = scalars.iter().rev().map(|s| format!("- {s}\n")).collect();
+        let flow = format!(
+            "[{}]\n",
+            scalars
+                .iter()
+                .filter(|s| !s.contains('\n'))
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        for text in [block, keys, reversed, flow] {
+            let fast = Parser::new(text.as_bytes());
+            let reference = Parser::one_character_at_a_time(text.as_bytes());
+            assert_eq!(first_disagreement(fast, reference), None, "{text:?}");
+            assert!(!fails(text.as_bytes()), "{text:?}");
+        }
     }
 
     /// Inputs built to reach every edge of the patched reader's runs: each of a set of pieces

@@ -198,6 +198,8 @@ pub unsafe fn yaml_parser_delete(parser: *mut yaml_parser_t) {
     for scratch in &mut (*parser).scratch {
         STRING_DEL!(*scratch);
     }
+    yaml_free((*parser).kept_value as *mut libc::c_void);
+    (*parser).kept_value = ptr::null_mut();
     while !STACK_EMPTY!((*parser).tag_directives) {
         let tag_directive = POP!((*parser).tag_directives);
         yaml_free(tag_directive.handle as *mut libc::c_void);
@@ -1098,6 +1100,26 @@ pub unsafe fn yaml_event_delete(event: *mut yaml_event_t) {
         _ => {}
     }
     crate::parser::clear_event(event);
+}
+
+/// Delete an event the parser produced, as [`yaml_event_delete`] does, except that a scalar's
+/// value buffer of the size every scalar's value starts with is kept in the parser and becomes
+/// the next scalar's value (zeroed whole, as a fresh one), instead of being freed: a `malloc`
+/// and a `free` saved per scalar. Buffers that grew, or that the parser allocated otherwise
+/// (an empty scalar's), are freed as before, and so is every buffer when going one character
+/// at a time (cutover's patch; see CUTOVER.md).
+pub unsafe fn yaml_parser_recycle_event(parser: *mut yaml_parser_t, event: *mut yaml_event_t) {
+    __assert!(!parser.is_null());
+    __assert!(!event.is_null());
+    if (*event).type_ == YAML_SCALAR_EVENT
+        && !(*parser).one_at_a_time
+        && (*parser).kept_value.is_null()
+        && crate::scanner::is_fresh_value_size((*event).data.scalar.value)
+    {
+        (*parser).kept_value = (*event).data.scalar.value;
+        (*event).data.scalar.value = ptr::null_mut();
+    }
+    yaml_event_delete(event);
 }
 
 /// Create a YAML document.

@@ -107,6 +107,12 @@ mod externs {
         memory.add(HEADER).cast()
     }
 
+    /// The size `malloc` or `realloc` was last asked for at `ptr` (cutover's patch: the
+    /// header every allocation here carries).
+    pub unsafe fn allocated_size(ptr: *const libc::c_void) -> usize {
+        ptr.cast::<u8>().sub(HEADER).cast::<usize>().read() - HEADER
+    }
+
     pub unsafe fn free(ptr: *mut libc::c_void) {
         let memory = ptr.cast::<u8>().sub(HEADER);
         let size = memory.cast::<usize>().read();
@@ -297,8 +303,8 @@ pub use crate::api::{
     yaml_emitter_set_indent, yaml_emitter_set_output, yaml_emitter_set_output_string,
     yaml_emitter_set_unicode, yaml_emitter_set_width, yaml_event_delete,
     yaml_mapping_end_event_initialize, yaml_mapping_start_event_initialize, yaml_parser_delete,
-    yaml_parser_initialize, yaml_parser_set_encoding, yaml_parser_set_input,
-    yaml_parser_set_one_at_a_time,
+    yaml_parser_initialize, yaml_parser_recycle_event, yaml_parser_set_encoding,
+    yaml_parser_set_input, yaml_parser_set_one_at_a_time,
     yaml_parser_set_input_string, yaml_scalar_event_initialize, yaml_sequence_end_event_initialize,
     yaml_sequence_start_event_initialize, yaml_stream_end_event_initialize,
     yaml_stream_start_event_initialize, yaml_token_delete,

@@ -2722,7 +2722,16 @@ unsafe fn init_scalar_string(parser: *mut yaml_parser_t, string: *mut yaml_strin
         STRING_INIT!(*string);
         return;
     }
-    let start = yaml_malloc(SCALAR_STRING_SIZE as size_t) as *mut yaml_char_t;
+    // A value buffer the consumer gave back with its event (`yaml_parser_recycle_event`) is
+    // one of these, as fresh once zeroed.
+    let kept = (*parser).kept_value;
+    let start = if kept.is_null() {
+        yaml_malloc(SCALAR_STRING_SIZE as size_t) as *mut yaml_char_t
+    } else {
+        debug_assert!(is_fresh_value_size(kept));
+        (*parser).kept_value = ptr::null_mut();
+        kept
+    };
     memset(start as *mut libc::c_void, 0, SCALAR_STRING_SIZE as libc::c_ulong);
     *string = yaml_string_t {
         start,
@@ -2733,6 +2742,12 @@ unsafe fn init_scalar_string(parser: *mut yaml_parser_t, string: *mut yaml_strin
 
 /// The room a scalar's value starts with (a power of two, as the string only doubles).
 const SCALAR_STRING_SIZE: usize = 64;
+
+/// Whether `value`, a scalar event's value, is a buffer of the size [`init_scalar_string`]
+/// allocates, which it may take again (`yaml_parser_recycle_event`).
+pub(crate) unsafe fn is_fresh_value_size(value: *const yaml_char_t) -> bool {
+    !value.is_null() && crate::externs::allocated_size(value.cast()) == SCALAR_STRING_SIZE
+}
 
 /// Makes `string` a working string of a scalar, as `STRING_INIT!` does: 16 or more bytes, all
 /// zero. It reuses the one the last scalar gave back to `slot` (cleared whole by

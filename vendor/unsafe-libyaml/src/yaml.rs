@@ -937,6 +937,10 @@ pub struct yaml_parser_t {
     /// A scalar's working strings (leading break, trailing breaks, whitespace), kept for the
     /// next scalar instead of freed (cutover's patch; see CUTOVER.md).
     pub(crate) scratch: [yaml_string_t; 3],
+    /// A scalar value's buffer, of the size a value starts with, given back by the consumer
+    /// with its event (`yaml_parser_recycle_event`) for the next scalar's value instead of freed
+    /// (cutover's patch; see CUTOVER.md).
+    pub(crate) kept_value: *mut yaml_char_t,
 }
 
 #[repr(C)]
