@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Side-by-side CPU time of whole processes: every command runs once per round, the rounds
 # alternate, and each command's median task-clock (perf stat: user + system CPU of the process),
-# its least (which neighbours' noise can only raise) and its peak RSS (GNU time, first round)
-# are printed. For comparisons on a shared machine, where wall-clock times swing: the ratios
+# its lower quartile and its least (which neighbours' noise can only raise; on a virtual machine
+# whose host takes its CPUs away in bursts, the median moves with the bursts and these two much
+# less) and its peak RSS (GNU time, first round) are printed. For comparisons on a shared machine, where wall-clock times swing: the ratios
 # between the commands are the measure.
 #
 #   benches/task-clock.sh ROUNDS INPUT -- LABEL COMMAND... [-- LABEL COMMAND...]...
@@ -45,7 +46,8 @@ for r in $(seq "$rounds"); do
 done
 for i in "${!labels[@]}"; do
   median=$(sort -n "$dir/ms.$i" | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}')
+  quartile=$(sort -n "$dir/ms.$i" | awk '{a[NR] = $1} END {print a[int((NR + 3) / 4)]}')
   least=$(sort -n "$dir/ms.$i" | head -n 1)
-  printf '%-14s median %9.2f ms CPU   min %9.2f ms   peak RSS %7d KiB\n' "${labels[$i]}" "$median" \
-    "$least" "$(tail -n 1 "$dir/rss.$i")"
+  printf '%-14s median %9.2f ms CPU   q1 %9.2f ms   min %9.2f ms   peak RSS %7d KiB\n' \
+    "${labels[$i]}" "$median" "$quartile" "$least" "$(tail -n 1 "$dir/rss.$i")"
 done
