@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Side-by-side CPU time of whole processes: every command runs once per round, the rounds
 # alternate, and each command's median task-clock (perf stat: user + system CPU of the process),
-# its lower quartile and its least (which neighbours' noise can only raise; on a virtual machine
-# whose host takes its CPUs away in bursts, the median moves with the bursts and these two much
-# less) and its peak RSS (GNU time, first round) are printed. For comparisons on a shared machine, where wall-clock times swing: the ratios
-# between the commands are the measure.
+# its lower quartile, its least (which neighbours' noise can only raise) and its peak RSS (GNU
+# time, first round) are printed. For comparisons on a shared machine, where wall-clock times
+# swing: the ratios between the commands are the measure. On a virtual machine whose host takes
+# its CPUs away in bursts, every figure moves with the bursts; compare runs of one call only.
 #
 #   benches/task-clock.sh ROUNDS INPUT -- LABEL COMMAND... [-- LABEL COMMAND...]...
 #   benches/task-clock.sh 41 /tmp/sylva.yaml -- floor target/release/cutover-identity --events \
