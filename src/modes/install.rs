@@ -238,10 +238,10 @@ impl Sources {
             item.namespace().unwrap_or("default").to_owned(),
             item.name().to_owned(),
         );
-        let spec = item.get("spec").cloned().unwrap_or(Value::Null);
+        let spec = spec_of(item);
         match item.kind() {
             "OCIRepository" => {
-                if let Ok(s) = serde_yaml::from_value::<OciRepositorySpec>(spec) {
+                if let Ok(s) = OciRepositorySpec::deserialize(spec) {
                     let version = s
                         .reference
                         .and_then(|r| r.tag.or(r.semver))
@@ -257,7 +257,7 @@ impl Sources {
                 }
             }
             "HelmChart" => {
-                if let Ok(s) = serde_yaml::from_value::<FluxHelmChartSpec>(spec) {
+                if let Ok(s) = FluxHelmChartSpec::deserialize(spec) {
                     self.helm_charts.insert(
                         key,
                         Chart {
@@ -290,11 +290,17 @@ pub struct ReleaseFacts {
     mapping_keys: Vec<String>,
 }
 
+/// An item's `spec`, null when it has none. Specs are decoded from the item's tree by reference:
+/// only the fields a struct keeps are copied, not a release's values.
+fn spec_of(item: &Value) -> &Value {
+    static NULL: Value = Value::Null;
+    item.get("spec").unwrap_or(&NULL)
+}
+
 /// Reads a HelmRelease; `None` when its spec does not decode (then it is no installation the
 /// mode can act on).
 pub fn read_release(index: usize, item: &Value) -> Option<ReleaseFacts> {
-    let spec: HelmReleaseSpec =
-        serde_yaml::from_value(item.get("spec").cloned().unwrap_or(Value::Null)).ok()?;
+    let spec = HelmReleaseSpec::deserialize(spec_of(item)).ok()?;
     let mut values_files = spec
         .chart
         .as_ref()
@@ -408,8 +414,7 @@ pub struct PackageInstall {
 /// `metallb`), `cozystack.networking` with a Cilium variant (component `cilium`), or any Package
 /// that overrides a component of that name.
 pub fn read_package(item: &Value) -> Option<PackageInstall> {
-    let spec: PackageSpec =
-        serde_yaml::from_value(item.get("spec").cloned().unwrap_or(Value::Null)).ok()?;
+    let spec = PackageSpec::deserialize(spec_of(item)).ok()?;
     let variant = spec.variant.as_deref().unwrap_or("default");
     let project = if item.name() == "cozystack.metallb" || spec.components.contains_key("metallb") {
         "metallb"

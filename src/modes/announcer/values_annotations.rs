@@ -43,6 +43,19 @@ pub fn roots(item: &Value) -> Vec<ValuesAt> {
     }
 }
 
+/// Whether any string in `v`, key or value, contains `metallb`.
+fn mentions_metallb(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains("metallb"),
+        Value::Mapping(m) => m
+            .iter()
+            .any(|(k, v)| mentions_metallb(k) || mentions_metallb(v)),
+        Value::Sequence(seq) => seq.iter().any(mentions_metallb),
+        Value::Tagged(t) => mentions_metallb(&t.value),
+        _ => false,
+    }
+}
+
 fn is_metallb(key: &str) -> bool {
     key.starts_with(METALLB_PREFIX) || key.starts_with(METALLB_OLD_PREFIX)
 }
@@ -58,13 +71,15 @@ fn is_annotations_key(key: &str) -> bool {
 /// Translates the MetalLB annotations in every values root of `item`.
 pub fn translate(item: &Value, keys: &CiliumKeys, phase: Phase, pool_label: &str) -> Translated {
     let mut out = Translated::default();
-    let mut edited = item.clone();
-    let mut changed = false;
+    // Copied only when a root changes: most releases hold no MetalLB annotation.
+    let mut edited: Option<Value> = None;
     for at in roots(item) {
         let ValuesAt::Tree(root_keys) = &at else {
             continue;
         };
-        if helm::get_path(item, root_keys).is_none() {
+        // Every key or value the walk acts on names MetalLB: values that do not are left
+        // unread (not copied for the walk).
+        if !helm::get_path(item, root_keys).is_some_and(mentions_metallb) {
             continue;
         }
         let mut values = helm::read(item, &at);
@@ -80,13 +95,10 @@ pub fn translate(item: &Value, keys: &CiliumKeys, phase: Phase, pool_label: &str
         walk.value(&mut values, &mut vec![at.field()]);
         out.services += walk.services;
         if walk.changed {
-            helm::write(&mut edited, &at, values);
-            changed = true;
+            helm::write(edited.get_or_insert_with(|| item.clone()), &at, values);
         }
     }
-    if changed {
-        out.edited = Some(edited);
-    }
+    out.edited = edited;
     out
 }
 
