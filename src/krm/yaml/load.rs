@@ -113,6 +113,8 @@ pub struct Loader<'a> {
     /// The entries of the mappings being read, built at their size when each ends
     /// (`load/entries.rs`).
     pending: Vec<(Value, Value)>,
+    /// The buffers of [`Loader::skip_value`], reused.
+    skip_scratch: skip::SkipScratch,
 }
 
 impl<'a> Loader<'a> {
@@ -134,6 +136,7 @@ impl<'a> Loader<'a> {
             spellings: spelling::Log::default(),
             skipped: false,
             pending: Vec::new(),
+            skip_scratch: skip::SkipScratch::default(),
         }
     }
 

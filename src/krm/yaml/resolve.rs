@@ -129,13 +129,23 @@ fn untagged(text: &str) -> Result<Value, ScalarError> {
 /// Whether a plain untagged scalar may mean something other than its text as a string (and so
 /// may fail to resolve, or equal a scalar spelled otherwise): the cases [`untagged`] tries
 /// before it settles on a string.
-pub fn plain_may_not_be_string(text: &str) -> bool {
-    let Some(&first) = text.as_bytes().first() else {
+/// Takes the scalar's bytes: the skipping reader asks before it needs the text.
+pub fn plain_may_not_be_string(text: &[u8]) -> bool {
+    let Some(&first) = text.first() else {
         return true;
     };
-    matches!(text, "~" | "null" | "Null" | "NULL")
-        || parse_bool(text).is_some()
-        || first.is_ascii_digit()
+    matches!(
+        text,
+        b"~" | b"null"
+            | b"Null"
+            | b"NULL"
+            | b"true"
+            | b"True"
+            | b"TRUE"
+            | b"false"
+            | b"False"
+            | b"FALSE"
+    ) || first.is_ascii_digit()
         || matches!(first, b'+' | b'-' | b'.')
 }
 
@@ -327,6 +337,59 @@ mod tests {
 
     fn plain(s: &str) -> Result<Value, ScalarError> {
         scalar(s, None, ScalarStyle::Plain)
+    }
+
+    /// The skipping reader's byte test flags every plain scalar that does not read as its own
+    /// text: were one missed, a skipped key could equal another spelled otherwise.
+    #[test]
+    fn plain_may_not_be_string_flags_every_scalar_that_is_no_string() {
+        let cases = [
+            "",
+            "~",
+            "null",
+            "Null",
+            "NULL",
+            "nULL",
+            "true",
+            "True",
+            "TRUE",
+            "tRUE",
+            "false",
+            "False",
+            "FALSE",
+            "fALSE",
+            "yes",
+            "on",
+            "0",
+            "-0",
+            "+0",
+            ".5",
+            "-.5",
+            ".inf",
+            "-.inf",
+            ".nan",
+            ".NaN",
+            "1e3",
+            "0x1f",
+            "0o17",
+            "12345678901234567890123",
+            "a",
+            "<<",
+            "x1",
+        ];
+        for case in cases {
+            let is_text = plain(case).is_ok_and(|v| v.as_str() == Some(case));
+            assert!(
+                is_text || plain_may_not_be_string(case.as_bytes()),
+                "{case:?} reads as {:?}",
+                plain(case)
+            );
+        }
+        assert!(!plain_may_not_be_string(b"nginx"));
+        assert!(
+            !plain_may_not_be_string(b"yes"),
+            "a string in YAML 1.2, as serde_yaml reads it"
+        );
     }
 
     /// Untagged scalars read exactly as serde_yaml 0.9 reads them (every case where serde_yaml

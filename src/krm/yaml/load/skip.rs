@@ -32,14 +32,33 @@ struct Open {
     flow: bool,
     /// A mapping's next scalar is a key.
     expect_key: bool,
-    /// Hashes of a mapping's keys.
+    /// Where the hashes of a mapping's keys start in [`SkipScratch::keys`].
+    keys_from: usize,
+}
+
+/// What skipping needs while it reads, kept by the loader from one skipped value to the next:
+/// a pass-through item's values are skipped one after another, and these buffers would
+/// otherwise be allocated and freed for each (and the keys' for each mapping).
+#[derive(Default)]
+pub(in crate::krm::yaml) struct SkipScratch {
+    open: Vec<Open>,
+    /// Hashes of the keys of the open mappings, the innermost's last.
     keys: Vec<u64>,
 }
 
 impl Loader<'_> {
     /// Reads the events of one value whose parents are `enclosing` collections, building nothing.
     pub(super) fn skip_value(&mut self, enclosing: usize) -> Result<(), LoadError> {
-        let mut open: Vec<Open> = Vec::new();
+        let mut scratch = std::mem::take(&mut self.skip_scratch);
+        scratch.open.clear();
+        scratch.keys.clear();
+        let skipped = self.skip_with(enclosing, &mut scratch);
+        self.skip_scratch = scratch;
+        skipped
+    }
+
+    fn skip_with(&mut self, enclosing: usize, scratch: &mut SkipScratch) -> Result<(), LoadError> {
+        let SkipScratch { open, keys } = scratch;
         loop {
             let (event, start, end) = self.parser.next_event().map_err(LoadError::syntax)?;
             let refuse = || Err(LoadError::refuse_skip(start));
@@ -58,24 +77,23 @@ impl Loader<'_> {
                     if end.index > start.index {
                         self.last_end = end.index;
                     }
-                    let Ok(text) = std::str::from_utf8(value) else {
-                        return refuse();
-                    };
+                    // libyaml reads UTF-8 only (its reader refuses invalid sequences, and
+                    // `\u` escapes outside Unicode), so a value's bytes are UTF-8: they are
+                    // decoded only where the text is resolved.
                     let plain = style == ScalarStyle::Plain;
                     // Such a key's equality is its resolved value's; such a value may not resolve.
-                    if plain
-                        && resolve::plain_may_not_be_string(text)
-                        && (as_key || resolve::scalar(text, None, style).is_err())
-                    {
-                        return refuse();
-                    }
-                    if as_key {
-                        if plain && text == "<<" {
+                    if plain && resolve::plain_may_not_be_string(value) {
+                        let resolves = std::str::from_utf8(value)
+                            .is_ok_and(|text| resolve::scalar(text, None, style).is_ok());
+                        if as_key || !resolves {
                             return refuse();
                         }
-                        if let Some(o) = open.last_mut() {
-                            o.keys.push(hash(value));
+                    }
+                    if as_key {
+                        if plain && value == b"<<" {
+                            return refuse();
                         }
+                        keys.push(hash(value));
                     }
                 }
                 Event::SequenceStart { anchor, tag, flow }
@@ -91,21 +109,23 @@ impl Loader<'_> {
                         mapping: matches!(event, Event::MappingStart { .. }),
                         flow,
                         expect_key: true,
-                        keys: Vec::new(),
+                        keys_from: keys.len(),
                     });
                     continue;
                 }
                 Event::SequenceEnd | Event::MappingEnd => {
-                    let Some(mut closed) = open.pop() else {
+                    let Some(closed) = open.pop() else {
                         return refuse();
                     };
                     if closed.flow {
                         self.last_end = end.index;
                     }
-                    closed.keys.sort_unstable();
-                    if closed.keys.windows(2).any(|w| w[0] == w[1]) {
+                    let own = &mut keys[closed.keys_from..];
+                    own.sort_unstable();
+                    if own.windows(2).any(|w| w[0] == w[1]) {
                         return refuse();
                     }
+                    keys.truncate(closed.keys_from);
                 }
                 _ => return refuse(),
             }
