@@ -275,6 +275,13 @@ fn deployment(name: &str, rest: &str) -> String {
     )
 }
 
+/// A CustomResourceDefinition named `name` of API group `group`, with a schema.
+fn crd(name: &str, group: &str) -> String {
+    format!(
+        "- apiVersion: apiextensions.k8s.io/v1\n  kind: CustomResourceDefinition\n  metadata:\n    name: {name}\n  spec:\n    names: {{kind: Widget, plural: widgets}}\n    scope: Namespaced\n    versions:\n    - name: v1\n      served: true\n      storage: true\n      schema:\n        openAPIV3Schema: {{type: object, properties: {{spec: {{type: object}}}}}}\n    group: {group}\n"
+    )
+}
+
 /// Items skipped past their head (`apiVersion`, `kind`, `metadata`) give the tree path's output;
 /// what skipping cannot check makes the reader build every item instead, and an input error
 /// is the same error either way. Each case gives how many more items than the base it skips
@@ -291,6 +298,9 @@ fn skipped_items_equal_the_tree_path_and_refusals_build_everything() {
         ("kind after spec", "- apiVersion: apps/v1\n  metadata: {name: e}\n  spec: {replicas: 1}\n  kind: Deployment\n".into(), Some(0)),
         ("local config", "- apiVersion: apps/v1\n  kind: Deployment\n  metadata:\n    name: f\n    annotations: {config.kubernetes.io/local-config: \"true\"}\n  spec: {a: 1}\n".into(), Some(0)),
         ("MetalLB's own", "- apiVersion: apps/v1\n  kind: Deployment\n  metadata:\n    name: controller\n    labels: {app: metallb}\n  spec: {a: 1}\n".into(), Some(0)),
+        ("a CRD, spec.group read alone", crd("widgets.example.com", "example.com"), Some(1)),
+        ("a MetalLB CRD, read whole", crd("ipaddresspools.metallb.io", "metallb.io"), Some(0)),
+        ("a CRD of MetalLB's group named otherwise", crd("pools.example.com", "metallb.io"), Some(1)),
         ("anchor in the skipped part", deployment("g", "  spec: {a: &x 1}\n"), None),
         ("alias in the skipped part", deployment("h", "  spec: {a: &x 1}\n") + &deployment("i", "  spec: {b: *x}\n"), None),
         ("merge key", deployment("j", "  spec:\n    <<: {a: 1}\n"), None),

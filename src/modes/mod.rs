@@ -53,8 +53,7 @@ impl io::Observer for Observer {
     fn reads(&mut self, head: &Value) -> io::Reads {
         match self {
             Observer::KeepAll => io::Reads::Everything,
-            Observer::Announcer(_) if announcer::passes_through(head) => io::Reads::Head,
-            Observer::Announcer(_) => io::Reads::Everything,
+            Observer::Announcer(_) => announcer::reads(head),
             Observer::Prepull { gated } => prepull::reads(head, gated),
         }
     }

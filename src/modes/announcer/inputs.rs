@@ -17,6 +17,7 @@ use super::observed;
 use super::selector::labels_of;
 use super::service::{LbService, Store};
 use crate::krm::annotations::LOCAL_CONFIG;
+use crate::krm::io::Reads;
 use crate::krm::names::{NAMESPACE_RULE, OBJECT_NAME_RULE, is_namespace_name, is_object_name};
 use crate::krm::object::SharedPaths;
 use crate::krm::{KrmObject, KrmResult};
@@ -85,6 +86,24 @@ pub fn passes_through(item: &Value) -> bool {
         | ("kustomize.toolkit.fluxcd.io", "Kustomization")
         | ("apiextensions.k8s.io", "CustomResourceDefinition") => false,
         _ => !metallb_app(&labels_of(item)),
+    }
+}
+
+/// What the announcer reads of `item` past its `apiVersion`, `kind` and `metadata`: nothing
+/// for the items [`passes_through`] names; `spec.group` alone of a CustomResourceDefinition
+/// (its schema is most of it, and [`Reader::observe`] only asks whether it is MetalLB's), save
+/// one named as a MetalLB CRD is (`<plural>.metallb.io`: the API server takes no other name for
+/// one), which is part of the MetalLB installation the mode may remove, and read whole; the rest
+/// whole.
+pub fn reads(head: &Value) -> Reads {
+    if passes_through(head) {
+        Reads::Head
+    } else if head.is("apiextensions.k8s.io", "CustomResourceDefinition")
+        && !head.name().ends_with(".metallb.io")
+    {
+        Reads::SpecKeys(&["group"])
+    } else {
+        Reads::Everything
     }
 }
 

@@ -36,7 +36,7 @@ mod version;
 
 pub use check::Check;
 pub use config::*;
-pub use inputs::{Reader, passes_through, read};
+pub use inputs::{Reader, passes_through, read, reads};
 
 use serde_yaml::Value;
 
