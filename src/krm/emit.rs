@@ -353,7 +353,8 @@ const AMBIGUOUS_WORDS: &[&str] = &[
 /// True when `s` can be written as a plain scalar and every YAML 1.1/1.2 reader reads it back as
 /// this same string.
 fn plain_ok(s: &str) -> bool {
-    if AMBIGUOUS_WORDS.contains(&s) || looks_numeric(s) {
+    // No ambiguous word is longer than 5 bytes: most strings are not looked up.
+    if (s.len() <= 5 && AMBIGUOUS_WORDS.contains(&s)) || looks_numeric(s) {
         return false;
     }
     let bytes = s.as_bytes();
@@ -422,6 +423,14 @@ fn plain_ok_tail(s: &str) -> bool {
 /// as IP addresses and versions, are not numbers to any reader and stay plain.
 fn looks_numeric(s: &str) -> bool {
     let r = s.strip_prefix(['+', '-']).unwrap_or(s);
+    // Numbers, dates and sexagesimals start with a digit or a dot, and `inf`, `nan` and
+    // `infinity` are the only words below: a name or a message is none of them.
+    if r.as_bytes()
+        .first()
+        .is_some_and(|b| b.is_ascii_alphabetic() && !matches!(b.to_ascii_lowercase(), b'i' | b'n'))
+    {
+        return false;
+    }
     // Lower-cased on the stack when short (every scalar goes through here; a heap copy each
     // showed in profiles). ASCII lower-casing keeps UTF-8 valid, so the fallback never runs.
     let mut buf = [0u8; 64];
@@ -678,6 +687,32 @@ mod tests {
         );
         for line in out.lines() {
             assert!(line.contains(": \""), "unquoted: {line}");
+        }
+    }
+
+    /// The short cuts of `plain_ok` and `looks_numeric` hold: no ambiguous word is longer than
+    /// 5 bytes, and the numeric words all start with `i` or `n` (any case, after a sign).
+    #[test]
+    fn the_short_cuts_of_the_plain_test_hold() {
+        assert!(AMBIGUOUS_WORDS.iter().all(|w| w.len() <= 5));
+        for word in [
+            "inf",
+            "Inf",
+            "INF",
+            "+inf",
+            "-Infinity",
+            "nan",
+            "NaN",
+            "NAN",
+            ".inf",
+            "+.Inf",
+        ] {
+            assert!(looks_numeric(word), "{word}");
+        }
+        for text in [
+            "e5", "E5", "a1", "x0", "Zz", "+e1", "-f", "infx", "nanx", "no",
+        ] {
+            assert!(!looks_numeric(text), "{text}");
         }
     }
 
