@@ -182,14 +182,10 @@ fn sources<'a>(
         .map(|o| {
             let i = (*o)?;
             let item_text = &text[list.span(i)?];
-            Some(
-                match (applied.text_patches.get(&i), list.released.layout(i)) {
-                    (Some(ops), Some(layout)) => krm::io::Source::Patch(item_text, layout, ops),
-                    (None, _) => krm::io::Source::Copy(item_text),
-                    // `edits_on_released` plans a text patch only where the item has a layout.
-                    (Some(_), None) => unreachable!("text patch of item {i} without a layout"),
-                },
-            )
+            Some(match applied.text_patches.get(&i) {
+                Some(planned) => krm::io::Source::Patch(item_text, planned),
+                None => krm::io::Source::Copy(item_text),
+            })
         })
         .collect()
 }
@@ -241,8 +237,9 @@ struct Applied {
     from: Vec<Option<usize>>,
     /// The spellings of released items parsed again for an edit, by input index.
     restored: HashMap<usize, Vec<krm::yaml::spelling::Spelling>>,
-    /// Patches of released items, applied to their text while writing, by input index.
-    text_patches: HashMap<usize, Vec<krm::PatchOp>>,
+    /// Patches of released items, planned on their text and applied while writing, by input
+    /// index.
+    text_patches: HashMap<usize, splice::Planned>,
     /// Replaced and removed input items: freed after the output is written.
     dropped: Vec<serde_yaml::Value>,
     /// Edits not applied (the run has an error result): freed after the output is written.
@@ -349,7 +346,7 @@ fn findings_for_stderr(results: &[KrmResult]) -> String {
 const PROMOTED_NOTE: &str = " (a warning; failOnWarnings makes it an error)";
 
 /// Edits of items whose trees the parse released: a patch the item's text can take
-/// ([`splice::can_patch`]) and that cannot move its file goes to `text_patches`, applied to the text while
+/// ([`splice::plan_patch`]) and that cannot move its file goes to `text_patches`, applied to the text while
 /// writing (see [`krm::io::Source::Patch`]); otherwise the item is parsed again from its text and
 /// the edit goes to [`apply`] like any other. Other edits pass through (replacing or removing an
 /// item needs no tree).
@@ -359,7 +356,7 @@ fn edits_on_released(
     released: &mut krm::io::ReleasedItems,
     items: &mut [serde_yaml::Value],
     edits: Vec<krm::Edit>,
-    text_patches: &mut HashMap<usize, Vec<krm::PatchOp>>,
+    text_patches: &mut HashMap<usize, splice::Planned>,
     restored: &mut HashMap<usize, Vec<krm::yaml::spelling::Spelling>>,
 ) -> Result<Vec<krm::Edit>, KrmResult> {
     if released.is_empty() {
@@ -381,12 +378,10 @@ fn edits_on_released(
                 ));
             };
             let item_text = &text[span.clone()];
-            if splice::can_patch(item_text, released.layout(*index), ops)
-                && !ops.iter().any(apply::may_move_file)
+            if !ops.iter().any(apply::may_move_file)
+                && let Some(planned) = splice::plan_patch(item_text, released.layout(*index), ops)
             {
-                if let krm::Edit::Patch { index, ops } = edit {
-                    text_patches.insert(index, ops);
-                }
+                text_patches.insert(*index, planned);
                 continue;
             }
             let (item, spellings) = krm::io::parse_item_spelled(text, span, Some(*index))

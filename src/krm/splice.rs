@@ -72,9 +72,35 @@ struct Model<'t> {
     created: Option<usize>,
 }
 
+/// A text patch [`plan_patch`] found the layout proves: the edits, written with the text they
+/// were planned on by [`Planned::write_into`]. Planned once, when the engine decides how an
+/// edited item is written, and applied as the output is written.
+#[derive(Debug)]
+pub struct Planned(Vec<TextEdit>);
+
+impl Planned {
+    /// Appends `text`, the text the patch was planned on, with the patch applied.
+    pub fn write_into(&self, out: &mut String, text: &str) {
+        let mut at = 0;
+        for edit in &self.0 {
+            out.push_str(&text[at..edit.range.start]);
+            out.push_str(&edit.text);
+            at = edit.range.end;
+        }
+        out.push_str(&text[at..]);
+    }
+}
+
+/// The text patch that applies `ops` to `text` with this layout, or `None` when an op is
+/// outside what the layout proves (the item is then patched as a tree).
+pub fn plan_patch(text: &str, layout: Option<Layout<'_>>, ops: &[PatchOp]) -> Option<Planned> {
+    plan(text, layout?, ops).map(Planned)
+}
+
 /// Whether [`patch_text_into`] applies `ops` to `text` with this layout.
+#[cfg(test)]
 pub fn can_patch(text: &str, layout: Option<Layout<'_>>, ops: &[PatchOp]) -> bool {
-    layout.is_some_and(|layout| plan(text, layout, ops).is_some())
+    plan_patch(text, layout, ops).is_some()
 }
 
 /// [`patch_text_into`] into a new string (tests).
@@ -86,17 +112,12 @@ pub fn patch_text(text: &str, layout: Layout<'_>, ops: &[PatchOp]) -> Option<Str
 
 /// Applies `ops` to the item text (see the module docs), appending the result to `out`; false
 /// (and `out` unchanged) when it cannot ([`can_patch`] says so beforehand).
+#[cfg(test)]
 pub fn patch_text_into(out: &mut String, text: &str, layout: Layout<'_>, ops: &[PatchOp]) -> bool {
-    let Some(edits) = plan(text, layout, ops) else {
+    let Some(planned) = plan_patch(text, Some(layout), ops) else {
         return false;
     };
-    let mut at = 0;
-    for edit in &edits {
-        out.push_str(&text[at..edit.range.start]);
-        out.push_str(&edit.text);
-        at = edit.range.end;
-    }
-    out.push_str(&text[at..]);
+    planned.write_into(out, text);
     true
 }
 

@@ -4,7 +4,7 @@
 use serde_yaml::{Mapping, Value};
 
 use super::emit;
-use super::io::{OUTPUT_API_VERSION, parse_item_spelled};
+use super::io::OUTPUT_API_VERSION;
 use super::result::KrmResult;
 use super::yaml::spelling::Spellings;
 
@@ -22,15 +22,9 @@ pub struct Spelled<'a> {
 pub enum Source<'a> {
     /// The input text, copied as it is (unchanged items).
     Copy(&'a str),
-    /// The input text with patch operations applied as text ([`super::splice`]) at the
-    /// positions its layout proves, for released items. Patched while writing, so no second
-    /// copy of every patched item is held; when the text patch declines, the item is parsed
-    /// again from the text and emitted.
-    Patch(
-        &'a str,
-        super::splice::Layout<'a>,
-        &'a [super::outcome::PatchOp],
-    ),
+    /// The input text with a text patch ([`super::splice`]) planned on it, for released items.
+    /// Patched while writing, so no second copy of every patched item is held.
+    Patch(&'a str, &'a super::splice::Planned),
 }
 
 /// Serializes an output ResourceList: the given items, the input's function config, the input's
@@ -137,25 +131,7 @@ pub fn write_to(
                         out.push('\n');
                     }
                 }
-                Some(Source::Patch(text, layout, ops)) => {
-                    if !super::splice::patch_text_into(&mut out, text, layout, ops) {
-                        // Not reached for patches the engine routes here (see
-                        // `splice::can_patch`); correct all the same.
-                        let (mut tree, entries) = parse_item_spelled(text, 0..text.len(), Some(0))
-                            .ok_or_else(|| {
-                                WriteError::Serialize(
-                                    <serde_yaml::Error as serde::ser::Error>::custom(format!(
-                                        "item {i} does not parse again"
-                                    )),
-                                )
-                            })?;
-                        for op in ops {
-                            op.apply_to(&mut tree);
-                        }
-                        let spellings = Spellings::new(text, &entries);
-                        emit::emit_item(&mut out, &tree, &spellings, 0);
-                    }
-                }
+                Some(Source::Patch(text, planned)) => planned.write_into(&mut out, text),
                 None => match spelled.get(i).copied().flatten() {
                     Some(s) => emit::emit_item(&mut out, item, &s.spellings, s.index),
                     None => emit::emit_entry(&mut out, item, 0),
