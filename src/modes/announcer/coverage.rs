@@ -5,6 +5,7 @@
 //! Any Service that would lose its IP or change announcing nodes/interfaces is an error.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::rc::Rc;
 
 use serde_yaml::Value;
 
@@ -24,6 +25,10 @@ pub const MAX_SERVICE_LINES: usize = 100;
 
 /// One announcement: node selector and interface set (`None` = all interfaces).
 type Announcement = (String, Option<BTreeSet<String>>);
+
+/// A Service's announcements, shared with the cache it came from (most Services are announced
+/// by the same few sets).
+type Announcements = Rc<BTreeSet<Announcement>>;
 
 fn describe(set: &BTreeSet<Announcement>) -> String {
     if set.is_empty() {
@@ -97,7 +102,7 @@ pub struct Proof<'a> {
     /// What each of `covered` announces.
     covered_ann: Vec<BTreeSet<Announcement>>,
     /// MetalLB's announcements by (pool, advertisements that apply to the Service).
-    before_cache: HashMap<(String, Vec<usize>), BTreeSet<Announcement>>,
+    before_cache: HashMap<(String, Vec<usize>), Announcements>,
     /// Cilium pools, read back from the emitted objects, with their blocks and prepared service
     /// selectors.
     cilium_pools: Vec<CiliumPool<'a>>,
@@ -111,7 +116,7 @@ pub struct Proof<'a> {
     /// `serviceAllocation.namespaces` of each MetalLB pool ([`Inventory::pools`] order).
     pool_namespaces: Vec<HashSet<&'a str>>,
     /// Cilium's announcements by the policies that select the Service.
-    after_cache: HashMap<Vec<usize>, BTreeSet<Announcement>>,
+    after_cache: HashMap<Vec<usize>, Announcements>,
     checked: usize,
     ok: usize,
     /// Proven like `ok` except the IP: neither requested nor known (no status, no observed
@@ -162,9 +167,9 @@ struct Verdict {
     /// The pools MetalLB may allocate from (for a Service without an IP yet).
     candidate_pools: Vec<String>,
     /// MetalLB's announcements of it.
-    before_ann: BTreeSet<Announcement>,
+    before_ann: Announcements,
     /// Cilium's announcements of it.
-    after_ann: BTreeSet<Announcement>,
+    after_ann: Announcements,
 }
 
 impl<'a> Proof<'a> {
@@ -266,7 +271,7 @@ impl<'a> Proof<'a> {
     /// MetalLB's announcements of `pool` for a Service with `labels`: the union over the
     /// advertisements covering the pool whose service selectors admit the Service. Services
     /// mostly share a handful of such combinations, so each set is built once.
-    fn before_for(&mut self, pool: &str, svc: &LbService) -> BTreeSet<Announcement> {
+    fn before_for(&mut self, pool: &str, svc: &LbService) -> Announcements {
         // The Service's labels, read only if an advertisement has service selectors.
         let mut labels: Option<Labels> = None;
         let applying: Vec<usize> = self
@@ -286,10 +291,12 @@ impl<'a> Proof<'a> {
         self.before_cache
             .entry((pool.to_owned(), applying))
             .or_insert_with_key(|(_, applying)| {
-                applying
-                    .iter()
-                    .flat_map(|&i| covered_ann[i].iter().cloned())
-                    .collect()
+                Rc::new(
+                    applying
+                        .iter()
+                        .flat_map(|&i| covered_ann[i].iter().cloned())
+                        .collect(),
+                )
             })
             .clone()
     }
@@ -431,7 +438,7 @@ impl<'a> Proof<'a> {
         labels: &Labels,
         candidate_pools: &[String],
         errors: &mut Vec<String>,
-    ) -> (BTreeSet<Announcement>, BTreeSet<Announcement>) {
+    ) -> (Announcements, Announcements) {
         let selecting_policies: Vec<usize> = self
             .policy_index
             .candidates(labels)
@@ -448,10 +455,10 @@ impl<'a> Proof<'a> {
             .after_cache
             .entry(selecting_policies)
             .or_insert_with_key(|selecting| {
-                selecting.iter().map(|&i| policy_ann[i].1.clone()).collect()
+                Rc::new(selecting.iter().map(|&i| policy_ann[i].1.clone()).collect())
             })
             .clone();
-        let mut before_ann = BTreeSet::new();
+        let mut before_ann = Announcements::default();
         for pool in candidate_pools {
             let b = self.before_for(pool, svc);
             if before_ann.is_empty() {
@@ -520,45 +527,47 @@ impl<'a> Proof<'a> {
             );
             return;
         }
+        // Only the first few Services get a line: the others are counted, their line not written.
+        let wanted = self.lines < MAX_SERVICE_LINES;
         let line = match plan.source {
             IpSource::Unknown => {
                 self.unknown += 1;
-                format!(
+                wanted.then(|| format!(
                     "coverage: {} has an unknown IP (no status, no observed state): it allocates from the same \
                      pools ({pool_text}) and is announced from {} before and after, but keeping its IP cannot be \
                      proven; export the live state (cutover observe)",
                     plan_name(svc),
                     describe(&after_ann)
-                )
+                ))
             }
             IpSource::NoneLive => {
                 self.no_ip += 1;
-                format!(
+                wanted.then(|| format!(
                     "coverage: {} has no IP yet and allocates from the same pools ({pool_text}), announced from {} (before and after)",
                     plan_name(svc),
                     describe(&after_ann)
-                )
+                ))
             }
             _ if svc.etp_local() => {
                 self.local += 1;
-                format!(
+                wanted.then(|| format!(
                     "coverage: {} keeps {ips} from pool {pool_text}; externalTrafficPolicy: Local, so its announcing \
                      nodes change (MetalLB: nodes with a ready endpoint among {}; Cilium: any of {})",
                     plan_name(svc),
                     describe(&before_ann),
                     describe(&after_ann)
-                )
+                ))
             }
             _ => {
                 self.ok += 1;
-                format!(
+                wanted.then(|| format!(
                     "coverage: {} keeps {ips} from pool {pool_text}, announced from {} (before and after)",
                     plan_name(svc),
                     describe(&after_ann)
-                )
+                ))
             }
         };
-        if self.lines < MAX_SERVICE_LINES {
+        if let Some(line) = line {
             self.lines += 1;
             self.results.push(
                 KrmResult::info(line)
