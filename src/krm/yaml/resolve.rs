@@ -128,8 +128,8 @@ fn untagged(text: &str) -> Result<Value, ScalarError> {
 
 /// Whether a plain untagged scalar may mean something other than its text as a string (and so
 /// may fail to resolve, or equal a scalar spelled otherwise): the cases [`untagged`] tries
-/// before it settles on a string.
-/// Takes the scalar's bytes: the skipping reader asks before it needs the text.
+/// before it settles on a string. It takes the scalar's bytes: the skipping reader asks before
+/// it needs the text.
 pub fn plain_may_not_be_string(text: &[u8]) -> bool {
     let Some(&first) = text.first() else {
         return true;
