@@ -327,6 +327,28 @@ fn skipped_items_equal_the_tree_path_and_refusals_build_everything() {
     }
 }
 
+/// A CustomResourceDefinition is read for its `spec.group` alone unless it is named as a MetalLB
+/// CRD: in every phase (phase `stop-speaker` marks the MetalLB installation's items, phase
+/// `cutover` removes them) the output equals the tree path's, for a CRD of MetalLB's group named
+/// otherwise too.
+#[test]
+fn crds_read_for_their_group_give_the_tree_paths_output_in_every_phase() {
+    let base = platform(20, Config::AnnouncerCutover, 11);
+    // The function config, as an item and as the list's `functionConfig`.
+    assert_eq!(base.matches("    phase: cutover\n").count(), 2);
+    let crds = crd("widgets.example.com", "example.com")
+        + &crd("ipaddresspools.metallb.io", "metallb.io")
+        + &crd("pools.example.com", "metallb.io");
+    for phase in ["prepare", "stop-speaker", "cutover"] {
+        let input = with_items(&base, &crds)
+            .replace("    phase: cutover\n", &format!("    phase: {phase}\n"));
+        let (want, want_results) = reference(&input);
+        let (got, _, got_results) = lean(&input);
+        assert_eq!(got, want, "{phase}: output");
+        assert_eq!(got_results, want_results, "{phase}: results");
+    }
+}
+
 /// `depth` nested block mappings under `spec`.
 fn nested(depth: usize) -> String {
     (0..depth)
