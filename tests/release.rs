@@ -336,17 +336,43 @@ fn crds_read_for_their_group_give_the_tree_paths_output_in_every_phase() {
     let base = platform(20, Config::AnnouncerCutover, 11);
     // The function config, as an item and as the list's `functionConfig`.
     assert_eq!(base.matches("    phase: cutover\n").count(), 2);
-    let crds = crd("widgets.example.com", "example.com")
-        + &crd("ipaddresspools.metallb.io", "metallb.io")
+    // MetalLB's and Cilium's CRDs as their projects render them, and one no project renders.
+    let crds = fixture_item("crds/metallb-ipaddresspools.yaml")
+        + &fixture_item("crds/cilium-loadbalancerippools.yaml")
         + &crd("pools.example.com", "metallb.io");
+    let base_skipped = common::lean_read::skipped(&base).unwrap();
     for phase in ["prepare", "stop-speaker", "cutover"] {
         let input = with_items(&base, &crds)
             .replace("    phase: cutover\n", &format!("    phase: {phase}\n"));
+        // Cilium's CRD and the one named otherwise in part, MetalLB's whole.
+        assert!(common::lean_read::check_items_read_in_part(
+            phase,
+            &input,
+            base_skipped,
+            Some(2)
+        ));
         let (want, want_results) = reference(&input);
         let (got, _, got_results) = lean(&input);
         assert_eq!(got, want, "{phase}: output");
         assert_eq!(got_results, want_results, "{phase}: results");
     }
+}
+
+/// The document of `tests/fixtures/<path>` as an entry of a block items list.
+fn fixture_item(path: &str) -> String {
+    let file = format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let mut item = String::new();
+    for (i, line) in text.trim_start_matches("---\n").lines().enumerate() {
+        item.push_str(match (i, line.is_empty()) {
+            (0, _) => "- ",
+            (_, true) => "",
+            _ => "  ",
+        });
+        item.push_str(line);
+        item.push('\n');
+    }
+    item
 }
 
 /// `depth` nested block mappings under `spec`.

@@ -89,12 +89,12 @@ pub fn passes_through(item: &Value) -> bool {
     }
 }
 
-/// What the announcer reads of `item` past its `apiVersion`, `kind` and `metadata`: nothing
-/// for the items [`passes_through`] names; `spec.group` alone of a CustomResourceDefinition
-/// (its schema is most of it, and [`Reader::observe`] only asks whether it is MetalLB's), save
-/// one named as a MetalLB CRD is (`<plural>.metallb.io`: the API server takes no other name for
-/// one), which is part of the MetalLB installation the mode may remove, and read whole; the rest
-/// whole.
+/// What the announcer reads of `item` past its `apiVersion`, `kind` and `metadata`: nothing for
+/// the items [`passes_through`] names; `spec.group` alone of a CustomResourceDefinition (its
+/// schema is most of it; [`Reader::observe`] asks only whether it is MetalLB's), save one named
+/// `<plural>.metallb.io`, the only name the API server takes for a MetalLB CRD (kubernetes
+/// `apiextensions/validation/validation.go` `ValidateCustomResourceDefinition`): part of the
+/// MetalLB installation the mode may remove, it is read whole, as is the rest.
 pub fn reads(head: &Value) -> Reads {
     if passes_through(head) {
         Reads::Head
