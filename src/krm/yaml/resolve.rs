@@ -76,7 +76,7 @@ pub fn scalar(text: &str, tag: Option<&[u8]>, style: ScalarStyle) -> Result<Valu
             "" | "~" | "null" | "Null" | "NULL" => Ok(Value::Null),
             _ => Err(bad("!!null")),
         },
-        Some(b"bool") => parse_bool(text.as_bytes())
+        Some(b"bool") => parse_bool(text)
             .map(Value::Bool)
             .ok_or_else(|| bad("!!bool")),
         Some(b"int") => match int(text) {
@@ -108,7 +108,7 @@ fn untagged(text: &str) -> Result<Value, ScalarError> {
     if text.is_empty() || matches!(text, "~" | "null" | "Null" | "NULL") {
         return Ok(Value::Null);
     }
-    if let Some(b) = parse_bool(text.as_bytes()) {
+    if let Some(b) = parse_bool(text) {
         return Ok(Value::Bool(b));
     }
     // Most strings start with a letter: skip the number parsers for them.
@@ -134,16 +134,25 @@ pub fn plain_may_not_be_string(text: &[u8]) -> bool {
     let Some(&first) = text.first() else {
         return true;
     };
-    matches!(text, b"~" | b"null" | b"Null" | b"NULL")
-        || parse_bool(text).is_some()
-        || first.is_ascii_digit()
+    matches!(
+        text,
+        b"~" | b"null"
+            | b"Null"
+            | b"NULL"
+            | b"true"
+            | b"True"
+            | b"TRUE"
+            | b"false"
+            | b"False"
+            | b"FALSE"
+    ) || first.is_ascii_digit()
         || matches!(first, b'+' | b'-' | b'.')
 }
 
-fn parse_bool(s: &[u8]) -> Option<bool> {
+fn parse_bool(s: &str) -> Option<bool> {
     match s {
-        b"true" | b"True" | b"TRUE" => Some(true),
-        b"false" | b"False" | b"FALSE" => Some(false),
+        "true" | "True" | "TRUE" => Some(true),
+        "false" | "False" | "FALSE" => Some(false),
         _ => None,
     }
 }
