@@ -71,7 +71,10 @@ pub fn engine() -> wasmtime::Result<Engine> {
     // No epoch interruption and no fuel: epoch checks (a load and a compare at every loop head
     // and function entry) cost the module 15-20 % of its CPU time on large inputs
     // (docs/wasm.md, Performance). The run time is bounded by the [`Watchdog`] instead.
-    let config = Config::new();
+    let mut config = Config::new();
+    // The module is built with WebAssembly's fixed-width SIMD (`.cargo/config.toml`). wasmtime
+    // enables it by default; said here so that a change of that default cannot refuse the module.
+    config.wasm_simd(true);
     Engine::new(&config).context("cannot create the wasmtime engine")
 }
 

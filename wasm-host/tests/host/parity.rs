@@ -123,6 +123,30 @@ fn the_default_module_is_the_one_built_alongside_the_host() {
     );
 }
 
+/// The module is built with WebAssembly's fixed-width SIMD, as `.cargo/config.toml` asks: LLVM
+/// vectorizes its loops over bytes as it does natively with SSE2 (docs/wasm.md, "The module's
+/// loops vectorized"). A `RUSTFLAGS` variable in the environment replaces that setting; the module
+/// would then run slower with nothing else to show for it, so this checks what was built: the
+/// module validates with SIMD on, and is refused by an engine with SIMD off for using it.
+#[test]
+fn the_module_is_built_with_webassembly_simd() {
+    let bytes = std::fs::read(crate::common::module()).expect("read the module");
+    let validate = |simd: bool| {
+        let mut config = wasmtime::Config::new();
+        // Relaxed SIMD builds on SIMD: wasmtime refuses the one off without the other.
+        config.wasm_simd(simd).wasm_relaxed_simd(simd);
+        let engine = wasmtime::Engine::new(&config).expect("engine");
+        wasmtime::Module::validate(&engine, &bytes)
+    };
+    validate(true).expect("the module validates with SIMD on");
+    let refused = validate(false).expect_err("the module uses no SIMD instruction");
+    let message = format!("{refused:#}");
+    assert!(
+        message.contains("SIMD"),
+        "refused for another reason: {message}"
+    );
+}
+
 /// The module reads stdin in chunks of 1 MiB (`read_stdin` in src/main.rs, WASI only): inputs
 /// one byte short of a chunk, exactly one, one byte over, and several chunks long come out as
 /// they do natively, with every item.
