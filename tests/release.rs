@@ -362,17 +362,7 @@ fn crds_read_for_their_group_give_the_tree_paths_output_in_every_phase() {
 fn fixture_item(path: &str) -> String {
     let file = format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{file}: {e}"));
-    let mut item = String::new();
-    for (i, line) in text.trim_start_matches("---\n").lines().enumerate() {
-        item.push_str(match (i, line.is_empty()) {
-            (0, _) => "- ",
-            (_, true) => "",
-            _ => "  ",
-        });
-        item.push_str(line);
-        item.push('\n');
-    }
-    item
+    common::indent_item(text.trim_start_matches("---\n"))
 }
 
 /// `depth` nested block mappings under `spec`.

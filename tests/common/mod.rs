@@ -405,7 +405,8 @@ pub fn resource_list(items: &[&str], function_config: Option<&str>) -> String {
     s
 }
 
-fn indent_item(item: &str) -> String {
+/// `item` (a YAML document) as an entry of a block items list.
+pub fn indent_item(item: &str) -> String {
     let mut out = String::new();
     for (i, line) in item.lines().enumerate() {
         out.push_str(if i == 0 { "- " } else { "  " });
